@@ -1,5 +1,396 @@
+"""The `diligence` command line: thin wrappers over the same steps the Prefect flow runs.
+
+Errors are one or a few clear lines on stderr and a non-zero exit code; pass
+``--debug`` (before the command) for a traceback. Secrets never reach the output.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
 import typer
-app = typer.Typer()
+from rich.console import Console
+
+from .warehouse import DEFAULT_WAREHOUSE
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+app = typer.Typer(
+    name="diligence",
+    help=(
+        "Bring counterparties' companies, connections, questionnaires and documents into a "
+        "DuckDB warehouse, build the analytics models and export reports."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+_state = {"debug": False}
+
+WarehouseOption = Annotated[
+    Path,
+    typer.Option("--warehouse", "-w", help="DuckDB file of the warehouse.", show_default=True),
+]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class CommandError(Exception):
+    """An error to print as one line, with its exit code."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    from pipelines.company_connections.errors import DiligenceError
+
+    from .sync import SyncError
+    from .warehouse import WarehouseBusyError
+
+    errors: list[type[BaseException]] = [DiligenceError, SyncError, WarehouseBusyError]
+    try:
+        from .models import ModelError
+
+        errors.append(ModelError)
+    except ImportError:  # pragma: no cover - models module always ships
+        pass
+    return tuple(errors)
+
+
+def _secrets() -> tuple[str, ...]:
+    """Configured secret values, so that logs can mask them wherever they appear."""
+    import dlt
+
+    values = []
+    for key in ("password", "access_token"):
+        try:
+            value = dlt.secrets.get(f"sources.company_connections.{key}", str)
+        except Exception:  # noqa: BLE001 - a missing or odd secret is no reason to fail here
+            value = None
+        if value:
+            values.append(value)
+    return tuple(values)
+
+
+def handle_errors(func: F) -> F:
+    """Turn expected failures into one line on stderr and an exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from .logs import configure_logging, mask_secrets
+
+        secrets = _secrets()
+        configure_logging(debug=_state["debug"], secrets=secrets)
+        try:
+            return func(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except CommandError as exc:
+            err.print(f"[red]error:[/red] {mask_secrets(str(exc), secrets)}", highlight=False)
+            raise typer.Exit(exc.code) from None
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            raise typer.Exit(130) from None
+        except Exception as exc:
+            if _state["debug"]:
+                raise
+            known = isinstance(exc, _known_errors())
+            text = str(exc) if known else f"{type(exc).__name__}: {exc}"
+            err.print(f"[red]error:[/red] {mask_secrets(text, secrets)}", highlight=False, markup=True)
+            if not known:
+                err.print("run with --debug for the traceback", style="dim")
+            raise typer.Exit(EXIT_FAILED) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@app.callback()
+def main(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
+) -> None:
+    """diligence-warehouse: sync, model, export, schedule."""
+    _state["debug"] = debug
+
+
+def _expiring_default() -> int:
+    import dlt
+
+    value = dlt.config.get("sources.company_connections.expiring_within_days", int)
+    return 30 if value is None else int(value)
+
+
+def _parse_as_of(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise CommandError(
+            f"--as-of {value!r} is not a timestamp; use e.g. 2026-01-31 or 2026-01-31T06:00:00",
+            EXIT_USAGE,
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+# -- sync ------------------------------------------------------------------------------
 @app.command()
-def version() -> None:
-    print("0.1.0")
+@handle_errors
+def sync(
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="Service URL (default: dlt config base_url).")
+    ] = None,
+    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    namespace: Annotated[
+        list[str] | None,
+        typer.Option("--namespace", "-n", help="Company ID to sync; repeat for several (default: all)."),
+    ] = None,
+    no_models: Annotated[bool, typer.Option("--no-models", help="Skip building the models.")] = False,
+    download_documents: Annotated[
+        Path | None,
+        typer.Option(
+            "--download-documents",
+            help="Also download new or changed document files into this folder.",
+        ),
+    ] = None,
+    max_concurrency: Annotated[
+        int | None, typer.Option(help="Requests in flight at once (default: config, 16).", min=1)
+    ] = None,
+    wait: Annotated[
+        float, typer.Option(help="Seconds to wait for another sync on the same warehouse.", min=0)
+    ] = 0.0,
+) -> None:
+    """Sync every namespace into the raw dataset, then build the models.
+
+    Exits 0 when every namespace was read completely (denied or missing items are
+    recorded in sync_issues), non-zero on bad credentials, an unreachable service,
+    or a namespace that could not be read completely (it is named, and its previous
+    data is kept).
+    """
+    from .progress import SyncProgress
+    from .sync import run_sync
+
+    options: dict[str, Any] = {}
+    if max_concurrency is not None:
+        options["max_concurrency"] = max_concurrency
+    with SyncProgress(console=err) as progress:
+        result = run_sync(
+            warehouse,
+            base_url=base_url,
+            namespaces=namespace,
+            progress=progress,
+            wait_seconds=wait,
+            source_options=options,
+        )
+    for outcome in result.namespaces:
+        mark = "ok" if outcome.status == "success" else "FAILED"
+        out.print(
+            f"{mark:6} {outcome.namespace_company_id}: {outcome.requests} requests, "
+            f"{outcome.rows} rows, {outcome.issues} sync issues, {outcome.duration_seconds:.1f}s",
+            highlight=False,
+        )
+    out.print(
+        f"synced {len(result.namespaces) - len(result.failed)}/{len(result.namespaces)} namespaces "
+        f"into {warehouse} in {sum(result.timings.values()):.1f}s",
+        highlight=False,
+    )
+    if download_documents is not None:
+        _download(warehouse, download_documents, base_url)
+    if not no_models:
+        _build_models(warehouse, _expiring_default(), None)
+    if result.failed:
+        names = ", ".join(f"{o.namespace_company_id} ({o.error})" for o in result.failed)
+        raise CommandError(f"not loaded, previous data kept: {names}")
+
+
+def _download(warehouse: Path, folder: Path, base_url: str | None) -> None:
+    from .documents import download_documents
+
+    result = download_documents(warehouse, folder, base_url=base_url)
+    out.print(
+        f"documents: {result.downloaded} downloaded, {result.unchanged} unchanged, "
+        f"{result.failed} failed, into {folder}",
+        highlight=False,
+    )
+    if result.failed:
+        raise CommandError(f"{result.failed} document downloads failed (see the log above)")
+
+
+def _build_models(warehouse: Path, expiring_within_days: int, as_of: datetime | None) -> None:
+    from .checks import run_checks
+    from .models import build_models
+
+    result = build_models(warehouse, expiring_within_days=expiring_within_days, as_of=as_of)
+    out.print(
+        f"models built in {result.duration_seconds:.2f}s: "
+        + ", ".join(f"{table} {rows}" for table, rows in result.row_counts.items()),
+        highlight=False,
+    )
+    failing = [c for c in run_checks(warehouse) if c.failing_rows]
+    if failing:
+        lines = "; ".join(f"{c.name}: {c.failing_rows} rows" for c in failing)
+        raise CommandError(f"data checks failed: {lines}")
+    out.print("all data checks passed", highlight=False)
+
+
+# -- models / export -------------------------------------------------------------------
+@app.command()
+@handle_errors
+def models(
+    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    expiring_within_days: Annotated[
+        int | None,
+        typer.Option(help="Days ahead that count as 'expiring' (default: config, 30).", min=0),
+    ] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(help="Compute expiry as of this UTC timestamp instead of now (reproducible)."),
+    ] = None,
+) -> None:
+    """(Re)build the analytics schema from raw, in one transaction, then run the checks."""
+    if not warehouse.exists():
+        raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
+    days = _expiring_default() if expiring_within_days is None else expiring_within_days
+    _build_models(warehouse, days, _parse_as_of(as_of))
+
+
+@app.command()
+@handle_errors
+def export(
+    format: Annotated[str, typer.Option("--format", "-f", help="csv or parquet.")] = "csv",
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for the report files.")] = Path(
+        "reports"
+    ),
+    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+) -> None:
+    """Write answers, document_expiry, questionnaire_completeness, connections and
+    answers_wide as <report>.<csv|parquet>."""
+    from .export import export_reports
+
+    if format not in ("csv", "parquet"):
+        raise CommandError(f"--format must be csv or parquet, not {format!r}", EXIT_USAGE)
+    if not warehouse.exists():
+        raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
+    for exported in export_reports(warehouse, out_dir, format):  # type: ignore[arg-type]
+        out.print(f"{exported.path}  ({exported.rows} rows)", highlight=False)
+
+
+# -- sandbox / demo / status --------------------------------------------------------------
+@app.command()
+@handle_errors
+def sandbox(
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8765,
+    email: Annotated[str, typer.Option(help="Login e-mail the sandbox accepts.")] = "analyst@example.com",
+    password: Annotated[
+        str, typer.Option(help="Password the sandbox accepts (default: sandbox-password).")
+    ] = "sandbox-password",
+    scale: Annotated[str, typer.Option(help="small, medium or large.")] = "small",
+    seed: Annotated[int, typer.Option(help="Seed of the generated data.")] = 7,
+    drift: Annotated[
+        bool, typer.Option(help="Add unknown field types, extra properties and missing expiry dates.")
+    ] = False,
+    page_size: Annotated[
+        int | None, typer.Option(help="Page list endpoints with a Link header, N items a page.")
+    ] = None,
+    url_ttl: Annotated[float, typer.Option(help="Seconds a signed document URL stays valid.")] = 60.0,
+    latency_ms: Annotated[float, typer.Option(help="Fixed latency added to every response (ms).")] = 0.0,
+    jitter_ms: Annotated[float, typer.Option(help="Random extra latency, uniform 0..N ms.")] = 0.0,
+    error_rate: Annotated[float, typer.Option(help="Share of requests answered 500/502/503.")] = 0.0,
+    rate_limit: Annotated[
+        float, typer.Option(help="Requests per second allowed; beyond: 429 with Retry-After.")
+    ] = 0.0,
+    token_lifetime: Annotated[
+        int | None, typer.Option(help="Lifetime of issued tokens in seconds (default 7 days).")
+    ] = None,
+    malformed_rate: Annotated[
+        float, typer.Option(help="Share of responses with a truncated or non-JSON body.")
+    ] = 0.0,
+    reset_rate: Annotated[float, typer.Option(help="Share of connections dropped mid-response.")] = 0.0,
+    slow_rate: Annotated[float, typer.Option(help="Share of requests delayed by --slow-ms.")] = 0.0,
+    slow_ms: Annotated[float, typer.Option(help="Delay of a latency spike (ms).")] = 0.0,
+) -> None:
+    """Serve the built-in emulator of the service on 127.0.0.1 until Ctrl+C.
+
+    It implements every endpoint and rule of the service's specification with
+    deterministic data, and fault switches for testing. Admin routes under
+    /_sandbox/ expose the ground truth (/_sandbox/truth) and change faults at run time.
+    """
+    from .sandbox.faults import Faults
+    from .sandbox.server import serve
+
+    if scale not in ("small", "medium", "large"):
+        raise CommandError(f"--scale must be small, medium or large, not {scale!r}", EXIT_USAGE)
+    faults = Faults()
+    try:
+        faults.update(
+            {
+                "latency_ms": latency_ms,
+                "jitter_ms": jitter_ms,
+                "error_rate": error_rate,
+                "rate_limit": rate_limit,
+                "token_lifetime": token_lifetime,
+                "malformed_rate": malformed_rate,
+                "reset_rate": reset_rate,
+                "slow_rate": slow_rate,
+                "slow_ms": slow_ms,
+            }
+        )
+    except ValueError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+    serve(
+        port,
+        scale=scale,
+        seed=seed,
+        drift=drift,
+        faults=faults,
+        email=email,
+        password=password,
+        page_size=page_size,
+        url_ttl_seconds=url_ttl,
+    )
+
+
+@app.command()
+@handle_errors
+def demo(
+    scale: Annotated[str, typer.Option(help="Sandbox data size: small, medium or large.")] = "small",
+    warehouse: Annotated[Path, typer.Option(help="Warehouse of the demo.")] = Path("data/demo.duckdb"),
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = Path("reports"),
+) -> None:
+    """The whole job on the built-in sandbox: sandbox + sync + models + checks + export.
+
+    Starts the sandbox on a free port, syncs every namespace into WAREHOUSE, builds
+    the analytics schema, writes CSV and Parquet reports into OUT and prints a summary.
+    """
+    from .demo import run_demo
+
+    summary = run_demo(scale=scale, warehouse=warehouse, out_dir=out_dir, console=out, progress_console=err)
+    out.print(summary)
+
+
+@app.command()
+@handle_errors
+def status(warehouse: WarehouseOption = DEFAULT_WAREHOUSE) -> None:
+    """Last syncs with their outcome, row counts per table, open sync issues, freshness."""
+    from .status import render_status
+
+    if not warehouse.exists():
+        raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
+    render_status(warehouse, out)
+
+
+def run() -> None:  # pragma: no cover - console entry point alias
+    app(prog_name="diligence")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,34 @@
+# The two commands of the README: `make demo` (the main job) and `make test`.
+# Both work on a fresh clone with only Python 3.11: they bootstrap uv if it is
+# missing and build .venv/ from uv.lock.
+PYTHON ?= python3
+UV := $(PYTHON) -m uv
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test install bench lint sandbox clean
+
+$(BIN)/diligence: pyproject.toml uv.lock
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
+	$(UV) sync --frozen
+	@touch $@
+
+install: $(BIN)/diligence
+
+demo: install
+	$(BIN)/diligence demo
+
+test: install
+	$(BIN)/pytest
+
+bench: install
+	$(BIN)/python -m benchmarks.run
+
+sandbox: install
+	$(BIN)/diligence sandbox --port 8765
+
+lint: install
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) data reports .pytest_cache

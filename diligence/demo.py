@@ -1,0 +1,80 @@
+"""`diligence demo`: the whole job against the built-in sandbox, with a short summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+from rich.console import Console
+
+from .checks import run_checks
+from .export import export_reports
+from .models import build_models
+from .progress import SyncProgress
+from .sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from .sync import SyncError, run_sync
+
+SUMMARY_SQL = """
+select
+    (select count(distinct namespace_company_id) from analytics.connections) as namespaces,
+    (select count(*) from analytics.connections) as connections,
+    (select count(*) from analytics.questionnaire_completeness) as questionnaires,
+    (select count(*) from analytics.answers where is_answered) as answers,
+    (select count(*) from analytics.document_expiry where expiry_status = 'expired') as expired,
+    (select count(*) from analytics.document_expiry where expiry_status = 'expiring') as expiring,
+    (select count(*) from analytics.sync_issues) as sync_issues
+"""
+
+
+def run_demo(
+    *,
+    scale: str = "small",
+    warehouse: Path = Path("data/demo.duckdb"),
+    out_dir: Path = Path("reports"),
+    console: Console | None = None,
+    progress_console: Console | None = None,
+) -> str:
+    """Start the sandbox, sync it into `warehouse`, build models, export; return a summary."""
+    console = console or Console()
+    with SandboxServer(scale=scale) as sandbox:
+        console.print(f"sandbox serving {scale} data at {sandbox.base_url}", highlight=False)
+        with SyncProgress(console=progress_console or Console(stderr=True)) as progress:
+            result = run_sync(
+                warehouse,
+                base_url=sandbox.base_url,
+                progress=progress,
+                source_options={"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD},
+            )
+    if result.failed:
+        raise SyncError("; ".join(f"{o.namespace_company_id}: {o.error}" for o in result.failed))
+    models = build_models(warehouse)
+    failing = [c for c in run_checks(warehouse) if c.failing_rows]
+    if failing:
+        raise SyncError("data checks failed: " + ", ".join(c.name for c in failing))
+    files = export_reports(warehouse, out_dir, "csv") + export_reports(warehouse, out_dir, "parquet")
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        row = con.execute(SUMMARY_SQL).fetchall()[0]
+    finally:
+        con.close()
+    assert row is not None
+    namespaces, connections, questionnaires, answers, expired, expiring, issues = row
+    seconds = sum(result.timings.values()) + models.duration_seconds
+    return "\n".join(
+        [
+            "",
+            f"Synced {namespaces} namespaces in {seconds:.1f}s ({result.requests} requests):",
+            f"  connections          {connections}",
+            f"  questionnaires       {questionnaires}",
+            f"  answered fields      {answers}",
+            f"  documents expired    {expired}",
+            f"  documents expiring   {expiring}  (within 30 days)",
+            f"  sync issues          {issues}  (denied or missing items, see analytics.sync_issues)",
+            "",
+            f"Warehouse: {warehouse}  (schema analytics; try: duckdb {warehouse} "
+            '"from analytics.document_expiry where expiry_status = \'expiring\'")',
+            f"Reports:   {out_dir}/ ({len(files)} files: "
+            + ", ".join(sorted({f.path.name for f in files}))
+            + ")",
+        ]
+    )

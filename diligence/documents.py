@@ -1,0 +1,160 @@
+"""Documents on demand: download the files of new or changed documents.
+
+For every current document in ``raw.documents`` whose version (``content_hash``) has
+no stored file yet, ask the service for a signed URL (endpoint 11), download the
+bytes, and record path, size and sha256 in ``raw.document_files`` (one row per
+namespace x document, replaced when the document changes). A document whose file is
+already stored for its current version is not fetched again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import dlt
+import duckdb
+
+from pipelines.company_connections import client_from_config, run_coroutine
+from pipelines.company_connections.client import ServiceClient
+from pipelines.company_connections.errors import DeniedError, NotFoundError, ServiceError
+
+from .warehouse import pipeline_for, writer_lock
+
+log = logging.getLogger("diligence.documents")
+
+DOCUMENT_FILES_COLUMNS: dict[str, Any] = {
+    "namespace_company_id": {"data_type": "text", "nullable": False},
+    "document_id": {"data_type": "text", "nullable": False},
+    "company_id": {"data_type": "text"},
+    "company_type_id": {"data_type": "text"},
+    "content_hash": {"data_type": "text"},
+    "path": {"data_type": "text"},
+    "size_bytes": {"data_type": "bigint"},
+    "sha256": {"data_type": "text"},
+    "downloaded_at": {"data_type": "timestamp"},
+}
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass
+class DownloadSummary:
+    downloaded: int = 0
+    unchanged: int = 0
+    failed: int = 0
+
+
+def _safe(name: str | None, fallback: str) -> str:
+    cleaned = _UNSAFE.sub("_", name or "").strip("._")
+    return cleaned[:120] or fallback
+
+
+def _pending(warehouse: Path, folder: Path) -> tuple[list[dict[str, Any]], int]:
+    """Current documents without a stored file for their current version."""
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        tables = {
+            row[0]
+            for row in con.execute(
+                "select table_name from information_schema.tables where table_schema = 'raw'"
+            ).fetchall()
+        }
+        if "documents" not in tables:
+            return [], 0
+        stored: dict[tuple[str, str], tuple[str, str, int]] = {}
+        if "document_files" in tables:
+            for ns, doc, content, path, size in con.execute(
+                "select namespace_company_id, document_id, content_hash, path, size_bytes "
+                "from raw.document_files"
+            ).fetchall():
+                stored[(ns, doc)] = (content, path, size)
+        rows = con.execute(
+            "select namespace_company_id, company_id, company_type_id, document_id, name, content_hash "
+            "from raw.documents where _dlt_valid_to is null"
+        ).fetchall()
+    finally:
+        con.close()
+    pending, unchanged = [], 0
+    for ns, company, company_type, doc, name, content in rows:
+        known = stored.get((ns, doc))
+        if known and known[0] == content and Path(known[1]).is_file() and Path(known[1]).stat().st_size == known[2]:
+            unchanged += 1
+            continue
+        pending.append(
+            {
+                "namespace_company_id": ns,
+                "company_id": company,
+                "company_type_id": company_type,
+                "document_id": doc,
+                "content_hash": content,
+                "path": str(folder / _safe(ns, "ns") / _safe(company, "company") / f"{_safe(doc, 'doc')}-{_safe(name, 'file')}"),
+            }
+        )
+    return pending, unchanged
+
+
+async def _fetch_all(client: ServiceClient, pending: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    done: list[dict[str, Any]] = []
+    failed = 0
+
+    async def fetch(item: dict[str, Any]) -> None:
+        nonlocal failed
+        ns, doc, dest = item["namespace_company_id"], item["document_id"], Path(item["path"])
+        for attempt in (1, 2):  # a signed URL may expire before its download starts
+            try:
+                url = await client.document_url(ns, doc)
+                result = await client.download(url.url, dest)
+            except DeniedError:
+                if attempt == 1:
+                    continue
+                log.error("document %s of %s: download refused", doc, ns)
+                failed += 1
+                return
+            except (NotFoundError, ServiceError) as exc:
+                log.error("document %s of %s: %s", doc, ns, exc)
+                failed += 1
+                return
+            done.append(
+                {
+                    **item,
+                    "size_bytes": result.size,
+                    "sha256": result.sha256,
+                    "downloaded_at": datetime.now(timezone.utc),
+                }
+            )
+            return
+
+    async with client:
+        await asyncio.gather(*(fetch(item) for item in pending))
+    return done, failed
+
+
+def download_documents(
+    warehouse: Path, folder: Path, *, base_url: str | None = None, wait_seconds: float = 0.0
+) -> DownloadSummary:
+    """Download new or changed documents of `warehouse` into `folder`; see module doc."""
+    folder = folder.expanduser().resolve()
+    summary = DownloadSummary()
+    with writer_lock(warehouse, wait_seconds=wait_seconds):
+        pending, summary.unchanged = _pending(warehouse, folder)
+        if not pending:
+            return summary
+        client = client_from_config(**({"base_url": base_url} if base_url else {}))
+        done, summary.failed = run_coroutine(_fetch_all(client, pending))
+        summary.downloaded = len(done)
+        if done:
+            resource = dlt.resource(
+                done,
+                name="document_files",
+                write_disposition={"disposition": "merge", "strategy": "delete-insert"},
+                primary_key=["namespace_company_id", "document_id"],
+                columns=DOCUMENT_FILES_COLUMNS,
+            )
+            pipeline_for(warehouse).run(resource)
+    return summary

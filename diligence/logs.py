@@ -1,0 +1,48 @@
+"""Logging set-up for the CLI: plain lines on stderr, secrets masked on the way out."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+_BEARER = re.compile(r"(?i)(bearer\s+|basic\s+)[A-Za-z0-9._~+/=-]+")
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+
+
+def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """Replace authorization values, JWTs and the given secret strings with ``***``."""
+    text = _BEARER.sub(lambda m: m.group(1) + "***", text)
+    text = _JWT.sub("***", text)
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+class SecretMaskingFilter(logging.Filter):
+    """Masks secrets in every record that passes the handler it is attached to."""
+
+    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_secrets(message, self.secrets)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
+
+
+def configure_logging(*, debug: bool = False, secrets: tuple[str, ...] = ()) -> None:
+    """Log `diligence.*` at INFO (DEBUG with `debug`) and dlt at WARNING, to stderr."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(SecretMaskingFilter(secrets))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.getLogger("diligence").setLevel(logging.DEBUG if debug else logging.INFO)
+    logging.getLogger("dlt").setLevel(logging.INFO if debug else logging.WARNING)
+    for noisy in ("httpx", "httpcore", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -1,0 +1,107 @@
+"""Progress of a sync: a live bar per namespace on a terminal, log lines otherwise."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from types import TracebackType
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+log = logging.getLogger("diligence.sync")
+
+
+@dataclass
+class _Counts:
+    planned: int = 0
+    done: int = 0
+    rows: int = 0
+
+
+class SyncProgress:
+    """Counts requests planned/done and rows per namespace; renders them.
+
+    Implements :class:`pipelines.company_connections.extract.ProgressListener`.
+    On a terminal it draws one bar per namespace; otherwise (cron, Prefect, pipes)
+    it logs a line per namespace at most every `interval` seconds.
+    """
+
+    def __init__(self, *, console: Console | None = None, interval: float = 5.0) -> None:
+        self.console = console or Console(stderr=True)
+        self.live = self.console.is_terminal and sys.stderr.isatty()
+        self.interval = interval
+        self.counts: dict[str, _Counts] = defaultdict(_Counts)
+        self._lock = threading.Lock()
+        self._last_log: dict[str, float] = {}
+        self._progress: Progress | None = None
+        self._tasks: dict[str, int] = {}
+
+    def __enter__(self) -> SyncProgress:
+        if self.live:
+            self._progress = Progress(
+                TextColumn("[bold]{task.fields[namespace]}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("requests · {task.fields[rows]} rows"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=False,
+            )
+            self._progress.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+        else:
+            for namespace in list(self.counts):
+                self._log(namespace, force=True)
+
+    # -- ProgressListener ------------------------------------------------------------
+    def planned(self, namespace: str, requests: int) -> None:
+        with self._lock:
+            self.counts[namespace].planned += requests
+        self._render(namespace)
+
+    def done(self, namespace: str, requests: int, rows: int) -> None:
+        with self._lock:
+            counts = self.counts[namespace]
+            counts.done += requests
+            counts.rows += rows
+        self._render(namespace)
+
+    # -- rendering ---------------------------------------------------------------------
+    def _render(self, namespace: str) -> None:
+        counts = self.counts[namespace]
+        if self._progress is None:
+            self._log(namespace)
+            return
+        task = self._tasks.get(namespace)
+        if task is None:
+            task = self._progress.add_task("", total=counts.planned, namespace=namespace[:12], rows=0)
+            self._tasks[namespace] = task
+        self._progress.update(task, total=counts.planned, completed=counts.done, rows=counts.rows)
+
+    def _log(self, namespace: str, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_log.get(namespace, 0.0) < self.interval:
+            return
+        self._last_log[namespace] = now
+        counts = self.counts[namespace]
+        log.info(
+            "namespace %s: %d/%d requests, %d rows",
+            namespace,
+            counts.done,
+            counts.planned,
+            counts.rows,
+        )

@@ -1,0 +1,452 @@
+"""Read one complete snapshot of each namespace from the service.
+
+The service has no filters, pages or change feed, so a sync re-reads everything a
+namespace can see. For each namespace the fan-out is::
+
+    company (own)  --+
+    connections list --> per connection: company (4) + connection detail (6)
+                                           |
+    own company types ---------------------+--> per readable (company, type):
+                                                questionnaire (7) + documents (10)
+    per distinct readable type: template (8)
+
+Every request of every namespace is started as soon as what it depends on has
+answered, so the whole run is bounded by the client's concurrency limit, not by
+round trips. Namespaces are read side by side through one client (one login).
+
+Outcomes per request:
+
+* 403 / 404 on a child request is *authoritative*: the item is absent from the
+  snapshot (so its current version ends) and a :class:`SyncIssue` records it.
+* Anything else that still fails after the client's retries makes the whole
+  namespace a :class:`NamespaceFailure`: nothing of it is loaded, so a transient
+  failure can never look like a deletion.
+* :class:`~.errors.AuthenticationError` aborts the run: every namespace would fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol, TypeVar
+
+import orjson
+
+from .client import ServiceClient
+from .errors import AuthenticationError, DeniedError, NotFoundError, ServiceError
+from .models import ConnectionDetail, ConnectionEntry, Role
+
+T = TypeVar("T")
+
+# Names of the endpoints as they appear in `sync_issues.endpoint`.
+ENDPOINT_COMPANY = "company"
+ENDPOINT_CONNECTIONS = "connections"
+ENDPOINT_CONNECTION = "connection"
+ENDPOINT_QUESTIONNAIRE = "questionnaire"
+ENDPOINT_TEMPLATE = "template"
+ENDPOINT_DOCUMENTS = "documents"
+
+
+class ProgressListener(Protocol):
+    """Receives progress of an extraction; called from the event loop thread."""
+
+    def planned(self, namespace: str, requests: int) -> None:
+        """`requests` more requests are now known to be needed for `namespace`."""
+
+    def done(self, namespace: str, requests: int, rows: int) -> None:
+        """`requests` requests of `namespace` finished, adding `rows` rows."""
+
+
+@dataclass(frozen=True)
+class SyncIssue:
+    """A request that the service authoritatively denied (403) or answered 404."""
+
+    endpoint: str
+    company_id: str | None
+    company_type_id: str | None
+    http_status: int | None
+    message: str
+
+
+@dataclass
+class NamespaceSnapshot:
+    """Everything one namespace could read, as rows ready for loading."""
+
+    namespace_company_id: str
+    synced_at: datetime
+    started_at: datetime
+    finished_at: datetime | None = None
+    requests: int = 0
+    user_roles: list[dict[str, Any]] = field(default_factory=list)
+    companies: list[dict[str, Any]] = field(default_factory=list)
+    connections: list[dict[str, Any]] = field(default_factory=list)
+    questionnaire_templates: list[dict[str, Any]] = field(default_factory=list)
+    questionnaires: list[dict[str, Any]] = field(default_factory=list)
+    documents: list[dict[str, Any]] = field(default_factory=list)
+    issues: list[SyncIssue] = field(default_factory=list)
+
+    @property
+    def row_count(self) -> int:
+        return (
+            len(self.user_roles)
+            + len(self.companies)
+            + len(self.connections)
+            + len(self.questionnaire_templates)
+            + len(self.questionnaires)
+            + len(self.documents)
+        )
+
+
+@dataclass(frozen=True)
+class NamespaceFailure:
+    """A namespace that could not be read completely; nothing of it is loaded."""
+
+    namespace_company_id: str
+    error: str
+    started_at: datetime
+    finished_at: datetime
+    requests: int = 0
+
+
+@dataclass
+class Extraction:
+    """The result of reading a set of namespaces at `synced_at`."""
+
+    synced_at: datetime
+    snapshots: dict[str, NamespaceSnapshot] = field(default_factory=dict)
+    failures: dict[str, NamespaceFailure] = field(default_factory=dict)
+    duration_seconds: float = 0.0
+
+    @property
+    def requests(self) -> int:
+        return sum(s.requests for s in self.snapshots.values()) + sum(
+            f.requests for f in self.failures.values()
+        )
+
+
+def content_hash(*parts: str | None) -> str:
+    """A stable version hash of a row's identity and content (synced_at excluded)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        digest.update(b"\x1f" + (part or "").encode())
+    return digest.hexdigest()
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class _NamespaceReader:
+    """Reads one namespace; every request goes through :meth:`_call`."""
+
+    def __init__(
+        self,
+        client: ServiceClient,
+        role: Role,
+        synced_at: datetime,
+        progress: ProgressListener | None,
+    ) -> None:
+        self.client = client
+        self.role = role
+        self.ns = role.company_id
+        self.progress = progress
+        self.snapshot = NamespaceSnapshot(
+            namespace_company_id=self.ns, synced_at=synced_at, started_at=_now()
+        )
+        self._template_types: set[str] = set()
+        self._tasks: asyncio.TaskGroup | None = None
+
+    # -- plumbing -----------------------------------------------------------------
+    def _plan(self, requests: int) -> None:
+        if self.progress is not None:
+            self.progress.planned(self.ns, requests)
+
+    async def _call(self, request: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await request()
+        finally:
+            self.snapshot.requests += 1
+            if self.progress is not None:
+                self.progress.done(self.ns, 1, 0)
+
+    def _rows_added(self, rows: int) -> None:
+        if self.progress is not None and rows:
+            self.progress.done(self.ns, 0, rows)
+
+    async def _authoritative(
+        self,
+        endpoint: str,
+        company_id: str | None,
+        company_type_id: str | None,
+        request: Callable[[], Awaitable[T]],
+    ) -> T | None:
+        """Run a child request; 403/404 become a sync issue and ``None``."""
+        try:
+            return await self._call(request)
+        except (DeniedError, NotFoundError) as exc:
+            self.snapshot.issues.append(
+                SyncIssue(
+                    endpoint=endpoint,
+                    company_id=company_id,
+                    company_type_id=company_type_id,
+                    http_status=exc.status_code,
+                    message=exc.message,
+                )
+            )
+            return None
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        assert self._tasks is not None
+        self._tasks.create_task(coro)  # type: ignore[arg-type]
+
+    # -- the fan-out --------------------------------------------------------------
+    async def read(self) -> NamespaceSnapshot:
+        ns, snap = self.ns, self.snapshot
+        snap.user_roles.append(
+            {
+                "namespace_company_id": ns,
+                "internal_names": self.role.internal.names,
+                "internal_company_type_ids": self.role.internal.company_type_ids,
+                "external_names": self.role.external.names,
+                "external_company_type_ids": self.role.external.company_type_ids,
+                "synced_at": snap.synced_at,
+            }
+        )
+        own_types = list(dict.fromkeys(self.role.internal.company_type_ids))
+        self._plan(2 + 2 * len(own_types))
+        async with asyncio.TaskGroup() as tasks:
+            self._tasks = tasks
+            tasks.create_task(self._read_company(ns, is_namespace_company=True))
+            for company_type_id in own_types:
+                self._spawn(self._read_target(ns, company_type_id))
+            # The list is not authoritative per item: a failure here fails the namespace.
+            entries = await self._call(lambda: self.client.connections(ns))
+            self._plan(2 * len(entries))
+            for entry in _unique_entries(entries):
+                self._spawn(self._read_connection(entry))
+        snap.finished_at = _now()
+        return snap
+
+    async def _read_company(self, company_id: str, *, is_namespace_company: bool) -> None:
+        company = await self._authoritative(
+            ENDPOINT_COMPANY,
+            company_id,
+            None,
+            lambda: self.client.company(self.ns, company_id),
+        )
+        if company is None:
+            return
+        self.snapshot.companies.append(
+            {
+                "namespace_company_id": self.ns,
+                "company_id": company.id or company_id,
+                "name": company.name,
+                "country": company.country,
+                "city": company.city,
+                "lei": company.lei,
+                "cin": company.cin,
+                "is_namespace_company": is_namespace_company,
+                "synced_at": self.snapshot.synced_at,
+            }
+        )
+        self._rows_added(1)
+
+    async def _read_connection(self, entry: ConnectionEntry) -> None:
+        self._spawn(self._read_company(entry.id, is_namespace_company=False))
+        detail: ConnectionDetail | None = await self._authoritative(
+            ENDPOINT_CONNECTION,
+            entry.id,
+            None,
+            lambda: self.client.connection(self.ns, entry.id),
+        )
+        given = detail.reading_rights.given.company_type_ids if detail else []
+        received = detail.reading_rights.received.company_type_ids if detail else []
+        self.snapshot.connections.append(
+            {
+                "namespace_company_id": self.ns,
+                "company_id": entry.id,
+                "name": (detail.name if detail and detail.name else entry.name),
+                "country": detail.country if detail else None,
+                "given_company_type_ids": list(given),
+                "received_company_type_ids": list(received),
+                "has_detail": detail is not None,
+                "synced_at": self.snapshot.synced_at,
+            }
+        )
+        self._rows_added(1)
+        received_types = list(dict.fromkeys(received))
+        self._plan(2 * len(received_types))
+        for company_type_id in received_types:
+            self._spawn(self._read_target(entry.id, company_type_id))
+
+    async def _read_target(self, company_id: str, company_type_id: str) -> None:
+        """Questionnaire and documents of one (company, company type)."""
+        if company_type_id not in self._template_types:
+            self._template_types.add(company_type_id)
+            self._plan(1)
+            self._spawn(self._read_template(company_type_id))
+        self._spawn(self._read_documents(company_id, company_type_id))
+        questionnaire = await self._authoritative(
+            ENDPOINT_QUESTIONNAIRE,
+            company_id,
+            company_type_id,
+            lambda: self.client.questionnaire(self.ns, company_id, company_type_id),
+        )
+        if questionnaire is None:
+            return
+        forms_json = _json(questionnaire.raw_forms)
+        self.snapshot.questionnaires.append(
+            {
+                "namespace_company_id": self.ns,
+                "company_id": company_id,
+                "company_type_id": company_type_id,
+                "forms_json": forms_json,
+                "content_hash": content_hash(self.ns, company_id, company_type_id, forms_json),
+                "synced_at": self.snapshot.synced_at,
+            }
+        )
+        self._rows_added(1)
+
+    async def _read_documents(self, company_id: str, company_type_id: str) -> None:
+        documents = await self._authoritative(
+            ENDPOINT_DOCUMENTS,
+            company_id,
+            company_type_id,
+            lambda: self.client.documents(self.ns, company_id, company_type_id),
+        )
+        if not documents:
+            return
+        seen: set[str] = set()
+        for document in documents:
+            if document.id in seen:  # a document listed twice is one document
+                continue
+            seen.add(document.id)
+            document_json = _json(document.raw)
+            self.snapshot.documents.append(
+                {
+                    "namespace_company_id": self.ns,
+                    "company_id": company_id,
+                    "company_type_id": company_type_id,
+                    "document_id": document.id,
+                    "name": document.name,
+                    "category": document.category,
+                    "type": document.type,
+                    "issue_date": document.issue_date,
+                    "expiration_date": document.expiration_date,
+                    "document_json": document_json,
+                    "content_hash": content_hash(
+                        self.ns, company_id, company_type_id, document.id, document_json
+                    ),
+                    "synced_at": self.snapshot.synced_at,
+                }
+            )
+        self._rows_added(len(seen))
+
+    async def _read_template(self, company_type_id: str) -> None:
+        template = await self._authoritative(
+            ENDPOINT_TEMPLATE,
+            None,
+            company_type_id,
+            lambda: self.client.template(self.ns, company_type_id),
+        )
+        if template is None:
+            return
+        self.snapshot.questionnaire_templates.append(
+            {
+                "namespace_company_id": self.ns,
+                "company_type_id": company_type_id,
+                "forms_json": _json(template.raw_forms),
+                "synced_at": self.snapshot.synced_at,
+            }
+        )
+        self._rows_added(1)
+
+
+def _unique_entries(entries: Sequence[ConnectionEntry]) -> list[ConnectionEntry]:
+    unique: dict[str, ConnectionEntry] = {}
+    for entry in entries:
+        unique.setdefault(entry.id, entry)
+    return list(unique.values())
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The first real error inside (possibly nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line naming what failed, without secrets (errors never carry them)."""
+    exc = _root_cause(exc)
+    if isinstance(exc, ServiceError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def extract_namespaces(
+    client: ServiceClient,
+    namespaces: Sequence[str] | None = None,
+    *,
+    progress: ProgressListener | None = None,
+    synced_at: datetime | None = None,
+) -> Extraction:
+    """Read every requested namespace (default: every company of the user) side by side.
+
+    A namespace the user does not belong to, or whose reading fails after retries,
+    becomes a failure in the result; the others are unaffected. Raises
+    :class:`AuthenticationError` when the credentials are refused.
+    """
+    started = time.perf_counter()
+    extraction = Extraction(synced_at=synced_at or _now())
+    user_info = await client.user_info()
+    roles = {role.company_id: role for role in user_info.roles}
+    wanted = list(dict.fromkeys(namespaces)) if namespaces else list(roles)
+
+    async def read_one(namespace: str) -> None:
+        begun = _now()
+        role = roles.get(namespace)
+        if role is None:
+            extraction.failures[namespace] = NamespaceFailure(
+                namespace_company_id=namespace,
+                error=(
+                    f"namespace {namespace} is not one of the user's companies "
+                    f"(user-info lists: {', '.join(roles) or 'none'})"
+                ),
+                started_at=begun,
+                finished_at=_now(),
+            )
+            return
+        reader = _NamespaceReader(client, role, extraction.synced_at, progress)
+        try:
+            extraction.snapshots[namespace] = await reader.read()
+        except BaseException as exc:  # noqa: BLE001 - sorted out just below
+            cause = _root_cause(exc)
+            if isinstance(cause, AuthenticationError):
+                raise cause from None
+            if not isinstance(cause, Exception):
+                raise
+            extraction.failures[namespace] = NamespaceFailure(
+                namespace_company_id=namespace,
+                error=describe_error(cause),
+                started_at=begun,
+                finished_at=_now(),
+                requests=reader.snapshot.requests,
+            )
+
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            for namespace in wanted:
+                tasks.create_task(read_one(namespace))
+    except BaseExceptionGroup as group:
+        raise _root_cause(group) from None
+    extraction.duration_seconds = time.perf_counter() - started
+    return extraction

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from diligence.sync import SyncResult, run_sync
+
+CREDENTIALS = {"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD}
+
+
+@pytest.fixture
+def sandbox() -> Iterator[SandboxServer]:
+    """A fresh small sandbox per test (tests change its data and faults)."""
+    with SandboxServer(scale="small") as server:
+        yield server
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    return tmp_path / "warehouse.duckdb"
+
+
+def sync(server: SandboxServer, warehouse: Path, **options: Any) -> SyncResult:
+    source_options = {**CREDENTIALS, "token_store_path": None, **options.pop("source_options", {})}
+    return run_sync(warehouse, base_url=server.base_url, source_options=source_options, **options)
+
+
+def query(warehouse: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return con.execute(sql, list(params)).fetchall()
+    finally:
+        con.close()
+
+
+def current_counts(warehouse: Path) -> dict[str, dict[str, int]]:
+    """Current-state row counts per raw table and namespace."""
+    tables = {
+        "companies": "raw.companies",
+        "connections": "raw.connections",
+        "questionnaire_templates": "raw.questionnaire_templates",
+        "questionnaires": "raw.questionnaires where _dlt_valid_to is null",
+        "documents": "raw.documents where _dlt_valid_to is null",
+    }
+    counts: dict[str, dict[str, int]] = {}
+    for name, relation in tables.items():
+        rows = query(
+            warehouse, f"select namespace_company_id, count(*) from {relation} group by 1"
+        )
+        counts[name] = {ns: n for ns, n in rows}
+    return counts
