@@ -231,7 +231,7 @@ def _build_models(warehouse: Path, expiring_within_days: int, as_of: datetime | 
 
     result = build_models(warehouse, expiring_within_days=expiring_within_days, as_of=as_of)
     out.print(
-        f"models built in {result.duration_seconds:.2f}s: "
+        f"models built in {result.seconds:.2f}s: "
         + ", ".join(f"{table} {rows}" for table, rows in result.row_counts.items()),
         highlight=False,
     )

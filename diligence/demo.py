@@ -59,7 +59,7 @@ def run_demo(
         con.close()
     assert row is not None
     namespaces, connections, questionnaires, answers, expired, expiring, issues = row
-    seconds = sum(result.timings.values()) + models.duration_seconds
+    seconds = sum(result.timings.values()) + models.seconds
     return "\n".join(
         [
             "",
@@ -68,7 +68,7 @@ def run_demo(
             f"  questionnaires       {questionnaires}",
             f"  answered fields      {answers}",
             f"  documents expired    {expired}",
-            f"  documents expiring   {expiring}  (within 30 days)",
+            f"  documents expiring   {expiring}  (within {models.expiring_within_days} days)",
             f"  sync issues          {issues}  (denied or missing items, see analytics.sync_issues)",
             "",
             f"Warehouse: {warehouse}  (schema analytics; try: duckdb {warehouse} "

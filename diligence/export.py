@@ -1,0 +1,127 @@
+"""Export the analyst reports from schema `analytics` as CSV or Parquet files.
+
+One file per report, `<report>.<ext>`, written with DuckDB `COPY ... TO` to a hidden
+temporary name in the output directory and then renamed over the final name, so a
+reader never sees a half-written file. The warehouse is opened read-only.
+
+CSV: UTF-8, comma-separated, one header row, timestamps in UTC. List columns
+(`selected_option_ids`, `given_company_type_ids`, ...) are joined with '; ' so a
+spreadsheet shows them as plain text; an empty list is an empty string and NULL an
+empty cell. Parquet keeps list columns as lists.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import duckdb
+
+Format = Literal["csv", "parquet"]
+
+# report -> columns to sort by, so that files are reproducible
+REPORTS: dict[str, tuple[str, ...]] = {
+    "answers": (
+        "namespace_company_id",
+        "company_id",
+        "company_type_id",
+        "form_position",
+        "field_position",
+        "field_id",
+    ),
+    "document_expiry": ("namespace_company_id", "company_id", "company_type_id", "document_id"),
+    "questionnaire_completeness": ("namespace_company_id", "company_id", "company_type_id"),
+    "connections": ("namespace_company_id", "company_id"),
+    "answers_wide": ("namespace_company_id", "company_id", "company_type_id"),
+}
+LIST_SEPARATOR = "; "
+
+
+class ExportError(Exception):
+    """The reports could not be exported (e.g. the models were never built)."""
+
+
+@dataclass(frozen=True)
+class ExportedFile:
+    report: str
+    path: Path
+    rows: int
+
+
+def export_reports(warehouse: Path, out_dir: Path, fmt: Format) -> list[ExportedFile]:
+    """Write every report to `out_dir/<report>.<fmt>`; return the files written."""
+    if fmt not in ("csv", "parquet"):
+        raise ValueError(f"unknown export format {fmt!r}; expected 'csv' or 'parquet'")
+    if not Path(warehouse).is_file():
+        raise ExportError(f"warehouse {warehouse} does not exist")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    exported: list[ExportedFile] = []
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        con.execute("set TimeZone = 'UTC'")
+        missing = [report for report in REPORTS if not _table_exists(con, report)]
+        if missing:
+            raise ExportError(
+                f"analytics tables missing: {', '.join(missing)}; build the models first"
+            )
+        for report, order_by in REPORTS.items():
+            path = out_dir / f"{report}.{fmt}"
+            rows = _export_one(con, report, order_by, path, fmt)
+            exported.append(ExportedFile(report=report, path=path, rows=rows))
+    return exported
+
+
+def _export_one(
+    con: duckdb.DuckDBPyConnection,
+    report: str,
+    order_by: tuple[str, ...],
+    path: Path,
+    fmt: Format,
+) -> int:
+    columns = con.execute(
+        "select column_name, data_type from information_schema.columns "
+        "where table_schema = 'analytics' and table_name = ? order by ordinal_position",
+        [report],
+    ).fetchall()
+    select_list = ", ".join(_select_expression(name, data_type, fmt) for name, data_type in columns)
+    query = f"select {select_list} from analytics.{report} order by {', '.join(order_by)}"
+    options = (
+        "format csv, header true, delimiter ','"
+        if fmt == "csv"
+        else ("format parquet, compression zstd")
+    )
+    tmp_path = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        result = con.execute(f"copy ({query}) to {_sql_string(str(tmp_path))} ({options})")
+        rows = int(result.fetchone()[0])
+        os.replace(tmp_path, path)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+    return rows
+
+
+def _select_expression(name: str, data_type: str, fmt: Format) -> str:
+    column = _quote_identifier(name)
+    if fmt == "csv" and data_type.endswith("[]"):
+        return f"array_to_string({column}, {_sql_string(LIST_SEPARATOR)}) as {column}"
+    return column
+
+
+def _table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    row = con.execute(
+        "select count(*) from information_schema.tables "
+        "where table_schema = 'analytics' and table_name = ?",
+        [table],
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _quote_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,341 @@
+"""The runner: order, transaction, missing raw tables, failures; and the smaller marts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from diligence.models import (
+    ModelError,
+    build_models,
+    load_manifest,
+    wide_column_names,
+)
+
+from .helpers import by, rows, scalar
+from .rawdb import (
+    AS_OF,
+    RAW_TABLES,
+    company,
+    connection,
+    create_raw,
+    field,
+    form,
+    insert,
+    questionnaire,
+)
+
+NS = "ns"
+ANALYTICS_TABLES = {
+    "answers",
+    "questionnaire_completeness",
+    "document_expiry",
+    "connections",
+    "sync_issues",
+    "answer_changes",
+    "reading_rights",
+    "answers_wide",
+    "answer_history",
+    "answers_wide_columns",
+}
+
+
+def test_manifest_order_builds_dependencies_first() -> None:
+    names = [model.name for model in load_manifest().models]
+    assert names.index("staging.stg_questionnaire_versions") < names.index(
+        "staging.stg_questionnaire_field_versions"
+    )
+    assert names.index("analytics.answer_history") < names.index("analytics.answers")
+    assert names.index("analytics.answers") < names.index("analytics.answers_wide")
+    assert {n.split(".")[1] for n in names if n.startswith("analytics.")} == ANALYTICS_TABLES
+
+
+def test_result_reports_timings_and_row_counts(clean_warehouse: Path) -> None:
+    result = build_models(clean_warehouse, as_of=AS_OF)
+    assert list(result.timings) == [model.name for model in load_manifest().models]
+    assert set(result.row_counts) == {f"analytics.{t}" for t in ANALYTICS_TABLES}
+    assert result.row_counts["analytics.answers"] == scalar(
+        clean_warehouse, "select count(*) from analytics.answers"
+    )
+    assert result.row_counts["analytics.answers"] == 6
+    assert result.seconds > 0
+
+
+def test_builds_on_an_empty_warehouse(tmp_path: Path) -> None:
+    result = build_models(tmp_path / "empty.duckdb", as_of=AS_OF)
+    assert set(result.row_counts.values()) == {0}
+    columns = rows(
+        tmp_path / "empty.duckdb",
+        "select column_name from information_schema.columns "
+        "where table_schema = 'analytics' and table_name = 'answers'",
+    )
+    assert "selected_option_ids" in {c["column_name"] for c in columns}
+
+
+@pytest.mark.parametrize(
+    "present",
+    [
+        ["companies", "connections", "questionnaires"],
+        [t for t in RAW_TABLES if t not in ("questionnaire_templates", "sync_issues")],
+        [t for t in RAW_TABLES if t != "sync_runs"],
+    ],
+)
+def test_builds_with_missing_raw_tables(tmp_path: Path, present: list[str]) -> None:
+    path = create_raw(tmp_path / "warehouse.duckdb", tables=present)
+    insert(path, "connections", [connection(NS, "c1", "Acme")])
+    insert(
+        path,
+        "questionnaires",
+        [questionnaire(NS, "c1", "t1", [form("f", "F", field("a", "Input", "A", {"value": "1"}))])],
+    )
+    result = build_models(path, as_of=AS_OF)
+    assert result.row_counts["analytics.answers"] == 1
+    assert scalar(path, "select count(*) from staging.stg_questionnaire_templates") == 0
+
+
+def test_missing_raw_columns_become_null(tmp_path: Path) -> None:
+    path = tmp_path / "warehouse.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("create schema raw")
+        con.execute(
+            "create table raw.companies (namespace_company_id VARCHAR, "
+            "company_id VARCHAR, name VARCHAR, synced_at TIMESTAMPTZ)"
+        )
+        con.execute("insert into raw.companies values ('ns', 'c1', 'Acme', now())")
+        con.execute(
+            "create table raw.connections (namespace_company_id VARCHAR, "
+            "company_id VARCHAR, name VARCHAR, given_company_type_ids VARCHAR)"
+        )
+        con.execute("""insert into raw.connections values ('ns', 'c1', 'Acme', '["t1"]')""")
+    build_models(path, as_of=AS_OF)
+    [row] = rows(path, "select * from analytics.connections")
+    assert (row["name"], row["lei"], row["cin"], row["country"]) == ("Acme", None, None, None)
+    assert row["given_company_type_ids"] == ["t1"]
+    assert row["received_company_type_ids"] == []
+
+
+def test_failing_model_raises_and_keeps_previous_build(clean_warehouse: Path) -> None:
+    before = scalar(clean_warehouse, "select count(*) from analytics.answers")
+    insert(clean_warehouse, "questionnaires", [questionnaire(NS, "c9", "t9", "{not json")])
+    with pytest.raises(ModelError) as raised:
+        build_models(clean_warehouse, as_of=AS_OF)
+    error = raised.value
+    assert error.model_name == "analytics.answer_history"
+    assert "json" in error.duckdb_message.lower()
+    assert "analytics.answer_history" in str(error) and error.duckdb_message in str(error)
+    # rolled back: the previous build is intact, staging included
+    assert scalar(clean_warehouse, "select count(*) from analytics.answers") == before
+    assert scalar(clean_warehouse, "select count(*) from analytics.answers_wide") == 3
+    assert scalar(clean_warehouse, "select count(*) from staging.stg_connections") == 2
+
+
+def test_connections_join_company_details(clean_warehouse: Path) -> None:
+    result = by("company_id", rows(clean_warehouse, "select * from analytics.connections"))
+    assert set(result) == {"c1", "c2"}
+    acme = result["c1"]
+    assert (acme["name"], acme["city"], acme["lei"]) == ("Acme", "Oslo", "LEI1")
+    assert (acme["given_company_type_ids"], acme["received_company_type_ids"]) == (
+        ["t1", "t2"],
+        ["t1"],
+    )
+    bravo = result["c2"]
+    assert (bravo["name"], bravo["city"], bravo["is_detail_available"]) == ("Bravo", None, False)
+    assert bravo["given_company_type_ids"] == []
+
+
+def test_reading_rights(tmp_path: Path) -> None:
+    path = create_raw(tmp_path / "warehouse.duckdb")
+    insert(
+        path,
+        "connections",
+        [
+            connection(NS, "c1", "Acme", given=["t1", "t2", "t2"], received=["t2"]),
+            connection(NS, "c2", "Bravo", has_detail=False),
+        ],
+    )
+    build_models(path, as_of=AS_OF)
+    result = rows(
+        path,
+        "select company_id, company_type_id, direction from analytics.reading_rights order by all",
+    )
+    assert [tuple(r.values()) for r in result] == [
+        ("c1", "t1", "given"),
+        ("c1", "t2", "given"),
+        ("c1", "t2", "received"),
+    ]
+
+
+def test_sync_issues_of_latest_sync_only(tmp_path: Path) -> None:
+    path = create_raw(tmp_path / "warehouse.duckdb")
+
+    def run(sync_id: str, ns: str, day: int) -> dict:
+        at = AS_OF.replace(day=day)
+        return {
+            "sync_id": sync_id,
+            "namespace_company_id": ns,
+            "started_at": at,
+            "finished_at": at,
+            "status": "success",
+        }
+
+    def issue(sync_id: str, ns: str, day: int, company_id: str) -> dict:
+        return {
+            "sync_id": sync_id,
+            "namespace_company_id": ns,
+            "endpoint": "questionnaire",
+            "company_id": company_id,
+            "company_type_id": "t1",
+            "http_status": 404,
+            "message": "Not Found",
+            "synced_at": AS_OF.replace(day=day),
+        }
+
+    insert(
+        path,
+        "sync_runs",
+        [run("a1", "A", 1), run("a2", "A", 2), run("c1", "C", 1), run("c2", "C", 2)],
+    )
+    insert(
+        path,
+        "sync_issues",
+        [
+            issue("a1", "A", 1, "old"),
+            issue("a2", "A", 2, "new"),
+            issue("b1", "B", 1, "old"),
+            issue("b2", "B", 2, "new"),
+            issue("b2", "B", 2, "new2"),
+            issue("c1", "C", 1, "old"),  # C's latest sync had no issue
+        ],
+    )
+    build_models(path, as_of=AS_OF)
+    result = rows(
+        path,
+        "select namespace_company_id, company_id, sync_id from analytics.sync_issues order by all",
+    )
+    assert [tuple(r.values()) for r in result] == [
+        ("A", "new", "a2"),
+        ("B", "new", "b2"),
+        ("B", "new2", "b2"),
+    ]
+
+
+def test_wide_column_names() -> None:
+    labels = [
+        "Company name",
+        "Revenue (EUR)",
+        "Revenue (EUR)",
+        "revenue_eur_2",
+        "Société Générale",
+        "中文",
+        None,
+        "2024 turnover",
+        "x" * 80,
+        "x" * 80,
+    ]
+    ids = [f"id{i}" for i in range(len(labels))]
+    names = wide_column_names(labels, ids)
+    assert names[:8] == [
+        "company_name_2",
+        "revenue_eur",
+        "revenue_eur_2",
+        "revenue_eur_2_2",
+        "societe_generale",
+        "field_id5",
+        "field_id6",
+        "field_2024_turnover",
+    ]
+    assert names[8] == "x" * 60 and names[9] == "x" * 58 + "_2"
+    assert len(set(names)) == len(names)
+
+
+def test_answers_wide(tmp_path: Path) -> None:
+    path = create_raw(tmp_path / "warehouse.duckdb")
+    insert(path, "companies", [company(NS, "c1", "Acme")])
+    insert(path, "connections", [connection(NS, "c1", "Acme"), connection(NS, "c2", "Bravo")])
+    forms_c1 = [
+        form(
+            "f1",
+            "A",
+            field("h", "Label", "Heading"),
+            field("q1", "Input", "Revenue (EUR)", {"value": "10"}),
+            field("q2", "Checkbox", "Markets", {"values": ["EU", "US"]}),
+        ),
+        form(
+            "f2",
+            "B",
+            field("q3", "Input", "Revenue (EUR)", {"value": "20"}),
+            field("q4", "Input", "Company ID"),
+        ),
+    ]
+    insert(
+        path,
+        "questionnaires",
+        [
+            questionnaire(NS, "c1", "t1", forms_c1),
+            questionnaire(
+                NS,
+                "c2",
+                "t1",
+                [form("f1", "A", field("q1", "Input", "Revenue (EUR)", {"value": "5"}))],
+            ),
+            questionnaire(NS, "c2", "t2", [form("f1", "A", field("h", "Label", "Only a label"))]),
+        ],
+    )
+    build_models(path, as_of=AS_OF)
+    wide = {
+        (r["company_id"], r["company_type_id"]): r
+        for r in rows(path, "select * from analytics.answers_wide")
+    }
+    assert list(wide[("c1", "t1")]) == [
+        "namespace_company_id",
+        "company_id",
+        "company_name",
+        "company_type_id",
+        "revenue_eur",
+        "markets",
+        "revenue_eur_2",
+        "company_id_2",
+    ]
+    assert wide[("c1", "t1")] == {
+        "namespace_company_id": NS,
+        "company_id": "c1",
+        "company_name": "Acme",
+        "company_type_id": "t1",
+        "revenue_eur": "10",
+        "markets": "EU; US",
+        "revenue_eur_2": "20",
+        "company_id_2": None,
+    }
+    assert wide[("c2", "t1")]["revenue_eur"] == "5"
+    assert wide[("c2", "t2")]["revenue_eur"] is None
+    mapping = rows(
+        path,
+        "select column_name, field_id from analytics.answers_wide_columns order by column_position",
+    )
+    assert [tuple(m.values()) for m in mapping] == [
+        ("revenue_eur", "q1"),
+        ("markets", "q2"),
+        ("revenue_eur_2", "q3"),
+        ("company_id_2", "q4"),
+    ]
+
+
+def test_answers_wide_without_answers(tmp_path: Path) -> None:
+    path = create_raw(tmp_path / "warehouse.duckdb")
+    insert(
+        path,
+        "questionnaires",
+        [questionnaire(NS, NS, "t1", json.dumps([form("f", "F", field("h", "Label", "L"))]))],
+    )
+    build_models(path, as_of=AS_OF)
+    assert rows(path, "select * from analytics.answers_wide") == [
+        {
+            "namespace_company_id": NS,
+            "company_id": NS,
+            "company_name": None,
+            "company_type_id": "t1",
+        }
+    ]

@@ -1,0 +1,116 @@
+"""Data checks: all pass on clean data, and each one fails on data broken for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from diligence.checks import (
+    CheckResult,
+    ChecksFailed,
+    check_names,
+    checks_exit_code,
+    format_failures,
+    raise_for_failures,
+    run_checks,
+)
+
+
+def first_row(table: str) -> str:
+    return f"rowid = (select min(rowid) from analytics.{table})"
+
+
+def duplicate(table: str) -> str:
+    return f"insert into analytics.{table} select * from analytics.{table} where {first_row(table)}"
+
+
+def null_key(table: str, column: str) -> str:
+    return (
+        f"insert into analytics.{table} select * replace (null as {column}) "
+        f"from analytics.{table} where {first_row(table)}"
+    )
+
+
+def set_value(table: str, assignment: str) -> str:
+    return f"update analytics.{table} set {assignment} where {first_row(table)}"
+
+
+# check name -> statement that breaks the clean warehouse for exactly that check
+BREAKERS: dict[str, str] = {
+    "answer_changes__is_change": set_value("answer_changes", "new_answer_text = old_answer_text"),
+    "answer_changes__not_null_key": null_key("answer_changes", "changed_at"),
+    "answer_changes__unique_key": duplicate("answer_changes"),
+    "answer_history__not_null_key": null_key("answer_history", "version_number"),
+    "answer_history__unique_key": duplicate("answer_history"),
+    "answers__answered_has_text": set_value("answers", "is_answered = not is_answered"),
+    "answers__company_in_namespace": set_value("answers", "company_id = 'stranger'"),
+    "answers__field_type_not_null": set_value("answers", "field_type = null"),
+    "answers__no_labels": set_value("answers", "field_type = 'Label'"),
+    "answers__not_null_key": null_key("answers", "field_id"),
+    "answers__unique_key": duplicate("answers"),
+    "answers_wide__not_null_key": null_key("answers_wide", "company_id"),
+    "answers_wide__unique_key": duplicate("answers_wide"),
+    "answers_wide_columns__not_null_key": null_key("answers_wide_columns", "column_name"),
+    "answers_wide_columns__unique_column_name": "update analytics.answers_wide_columns "
+    "set column_name = 'same'",
+    "answers_wide_columns__unique_key": duplicate("answers_wide_columns"),
+    "connections__not_null_key": null_key("connections", "namespace_company_id"),
+    "connections__unique_key": duplicate("connections"),
+    "document_expiry__accepted_expiry_status": set_value(
+        "document_expiry", "expiry_status = 'soon'"
+    ),
+    "document_expiry__company_in_namespace": set_value(
+        "document_expiry", "company_id = 'stranger'"
+    ),
+    "document_expiry__not_null_key": null_key("document_expiry", "document_id"),
+    "document_expiry__unique_key": duplicate("document_expiry"),
+    "questionnaire_completeness__answered_within_answerable": set_value(
+        "questionnaire_completeness", "answered_fields = answerable_fields + 1"
+    ),
+    "questionnaire_completeness__not_null_key": null_key(
+        "questionnaire_completeness", "company_type_id"
+    ),
+    "questionnaire_completeness__pct_in_range": set_value(
+        "questionnaire_completeness", "completeness_pct = 100.5"
+    ),
+    "questionnaire_completeness__unique_key": duplicate("questionnaire_completeness"),
+    "reading_rights__accepted_direction": set_value("reading_rights", "direction = 'sideways'"),
+    "reading_rights__not_null_key": null_key("reading_rights", "company_type_id"),
+    "reading_rights__unique_key": duplicate("reading_rights"),
+    "sync_issues__not_null_key": null_key("sync_issues", "endpoint"),
+    "sync_issues__unique_key": duplicate("sync_issues"),
+}
+
+
+def test_every_check_has_a_breaker() -> None:
+    assert sorted(BREAKERS) == check_names()
+
+
+def test_all_checks_pass_on_clean_data(clean_warehouse: Path) -> None:
+    results = run_checks(clean_warehouse)
+    assert [r.name for r in results] == check_names()
+    assert [r for r in results if not r.passed] == []
+    assert checks_exit_code(results) == 0
+    raise_for_failures(results)  # does not raise
+
+
+@pytest.mark.parametrize("check", sorted(BREAKERS))
+def test_check_fails_on_broken_data(clean_warehouse: Path, check: str) -> None:
+    with duckdb.connect(str(clean_warehouse)) as con:
+        con.execute(BREAKERS[check])
+    results = {r.name: r for r in run_checks(clean_warehouse)}
+    assert results[check].failing_rows >= 1
+    with pytest.raises(ChecksFailed) as raised:
+        raise_for_failures(list(results.values()))
+    assert check in str(raised.value)
+    assert checks_exit_code(list(results.values())) == 1
+
+
+def test_failure_message_names_checks_and_counts() -> None:
+    failures = [CheckResult("answers__unique_key", 3), CheckResult("connections__unique_key", 1)]
+    assert format_failures(failures) == (
+        "2 checks failed: answers__unique_key (3 rows), connections__unique_key (1 row)"
+    )
+    assert ChecksFailed(failures).failures == failures

@@ -1,0 +1,127 @@
+"""analytics.document_expiry: status boundaries, day counts, as_of and the window."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from diligence.models import build_models
+
+from .helpers import by, rows
+from .rawdb import AS_OF, connection, create_raw, document, insert
+
+NS = "ns"
+FMT = "%Y-%m-%dT%H:%M:%S"
+
+
+def at(offset: timedelta) -> str:
+    return (AS_OF + offset).strftime(FMT)
+
+
+CASES = {
+    # document_id: (expiration_date as sent, expected status, expected days_until_expiry)
+    "one_second_before_now": (at(-timedelta(seconds=1)), "expired", -1),
+    "long_expired": (at(-timedelta(days=400)), "expired", -400),
+    "exactly_now": (at(timedelta(0)), "expiring", 0),
+    "one_second_after_now": (at(timedelta(seconds=1)), "expiring", 0),
+    "in_a_day": (at(timedelta(days=1)), "expiring", 1),
+    "exactly_now_plus_n": (at(timedelta(days=30)), "expiring", 30),
+    "one_second_past_window": (at(timedelta(days=30, seconds=1)), "valid", 30),
+    "next_year": (at(timedelta(days=365)), "valid", 365),
+    "with_utc_offset": ((AS_OF + timedelta(hours=1)).strftime(FMT) + "+01:00", "expiring", 0),
+    "with_z": (at(-timedelta(seconds=1)) + "Z", "expired", -1),
+    "null": (None, "no_expiry", None),
+    "empty": ("", "no_expiry", None),
+    "unparseable": ("not a date", "no_expiry", None),
+}
+
+
+@pytest.fixture
+def raw_documents(tmp_path: Path) -> Path:
+    path = create_raw(tmp_path / "warehouse.duckdb")
+    insert(path, "connections", [connection(NS, "c1", "Acme")])
+    insert(
+        path,
+        "documents",
+        [document(NS, "c1", "t1", doc_id, exp) for doc_id, (exp, _, _) in CASES.items()]
+        + [document(NS, "c1", "t1", "retired", at(timedelta(days=1)), valid_to=AS_OF)],
+    )
+    return path
+
+
+def test_boundaries(raw_documents: Path) -> None:
+    build_models(raw_documents, as_of=AS_OF, expiring_within_days=30)
+    result = by("document_id", rows(raw_documents, "select * from analytics.document_expiry"))
+    assert set(result) == set(CASES)  # the retired version is not current
+    for doc_id, (_, status, days) in CASES.items():
+        assert (doc_id, result[doc_id]["expiry_status"], result[doc_id]["days_until_expiry"]) == (
+            doc_id,
+            status,
+            days,
+        )
+
+
+def test_dates_are_read_as_utc_timestamps(raw_documents: Path) -> None:
+    build_models(raw_documents, as_of=AS_OF)
+    result = by("document_id", rows(raw_documents, "select * from analytics.document_expiry"))
+    exact = result["exactly_now"]
+    assert exact["expiration_date"] == AS_OF.replace(tzinfo=None)
+    assert exact["issue_date"] == datetime(2025, 1, 1)
+    assert exact["evaluated_at"] == AS_OF.replace(tzinfo=None)
+    assert result["with_utc_offset"]["expiration_date"] == AS_OF.replace(tzinfo=None)
+    types = rows(
+        raw_documents,
+        "select column_name, data_type from information_schema.columns "
+        "where table_schema = 'analytics' and table_name = 'document_expiry'",
+    )
+    types_by_column = {r["column_name"]: r["data_type"] for r in types}
+    assert types_by_column["expiration_date"] == "TIMESTAMP"
+    assert types_by_column["days_until_expiry"] == "INTEGER"
+
+
+def test_window_and_aware_as_of(raw_documents: Path) -> None:
+    # the same instant as AS_OF, given in another zone
+    as_of = AS_OF.astimezone(timezone(timedelta(hours=-5)))
+    build_models(raw_documents, as_of=as_of, expiring_within_days=1)
+    result = by("document_id", rows(raw_documents, "select * from analytics.document_expiry"))
+    assert result["in_a_day"]["expiry_status"] == "expiring"
+    assert result["exactly_now_plus_n"]["expiry_status"] == "valid"
+    assert result["exactly_now"]["expiry_status"] == "expiring"
+
+
+def test_default_as_of_is_build_time(raw_documents: Path) -> None:
+    before = datetime.now(UTC).replace(tzinfo=None)
+    result = build_models(raw_documents)
+    after = datetime.now(UTC).replace(tzinfo=None)
+    assert before <= result.as_of <= after
+    evaluated = rows(raw_documents, "select distinct evaluated_at from analytics.document_expiry")
+    assert [r["evaluated_at"] for r in evaluated] == [result.as_of]
+
+
+def test_missing_expiration_column_means_no_expiry(tmp_path: Path) -> None:
+    # dlt creates a column only once it has seen a non-null value
+    path = create_raw(tmp_path / "warehouse.duckdb", tables=["connections"])
+    insert(path, "connections", [connection(NS, "c1", "Acme")])
+    with duckdb.connect(str(path)) as con:
+        con.execute(
+            "create table raw.documents (namespace_company_id VARCHAR, company_id VARCHAR, "
+            "company_type_id VARCHAR, document_id VARCHAR, name VARCHAR, "
+            "synced_at TIMESTAMPTZ, _dlt_valid_from TIMESTAMPTZ, _dlt_valid_to TIMESTAMPTZ)"
+        )
+        con.execute(
+            "insert into raw.documents values ('ns', 'c1', 't1', 'd1', 'a.pdf', now(), now(), null)"
+        )
+    build_models(path, as_of=AS_OF)
+    result = rows(path, "select * from analytics.document_expiry")
+    assert [(r["document_id"], r["expiry_status"], r["expiration_date"]) for r in result] == [
+        ("d1", "no_expiry", None)
+    ]
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "30", True])
+def test_invalid_window(tmp_path: Path, bad: object) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        build_models(tmp_path / "w.duckdb", expiring_within_days=bad)  # type: ignore[arg-type]

@@ -1,0 +1,94 @@
+"""Exports: one file per report, same rows as the tables, readable by pandas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from diligence.export import REPORTS, ExportError, export_reports
+from diligence.models import build_models
+
+from .helpers import rows, scalar
+from .rawdb import AS_OF
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_exports_match_tables(clean_warehouse: Path, tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / "reports"
+    exported = export_reports(clean_warehouse, out, fmt)  # type: ignore[arg-type]
+    assert [e.report for e in exported] == list(REPORTS)
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{r}.{fmt}" for r in REPORTS)
+    for file in exported:
+        assert file.path == out / f"{file.report}.{fmt}"
+        table_rows = scalar(clean_warehouse, f"select count(*) from analytics.{file.report}")
+        assert file.rows == table_rows
+        frame = pd.read_csv(file.path) if fmt == "csv" else pd.read_parquet(file.path)
+        assert len(frame) == table_rows
+        columns = [
+            r["column_name"]
+            for r in rows(
+                clean_warehouse,
+                "select column_name from information_schema.columns where table_schema = "
+                "'analytics' and table_name = ? order by ordinal_position",
+                [file.report],
+            )
+        ]
+        assert list(frame.columns) == columns
+
+
+def test_csv_has_header_and_readable_lists(clean_warehouse: Path, tmp_path: Path) -> None:
+    export_reports(clean_warehouse, tmp_path, "csv")
+    text = (tmp_path / "connections.csv").read_text(encoding="utf-8")
+    assert text.splitlines()[0].startswith("namespace_company_id,company_id,name,")
+    connections = pd.read_csv(tmp_path / "connections.csv", keep_default_na=False)
+    acme = connections[connections.company_id == "c1"].iloc[0]
+    assert acme.given_company_type_ids == "t1; t2"
+    answers = pd.read_csv(tmp_path / "answers.csv")
+    size = answers[(answers.field_id == "size") & (answers.company_id == "c1")].iloc[0]
+    assert (size.answer_text, size.selected_option_ids) == ("Large", "o1")
+
+
+def test_parquet_keeps_lists(clean_warehouse: Path, tmp_path: Path) -> None:
+    export_reports(clean_warehouse, tmp_path, "parquet")
+    connections = pd.read_parquet(tmp_path / "connections.parquet")
+    acme = connections[connections.company_id == "c1"].iloc[0]
+    assert list(acme.given_company_type_ids) == ["t1", "t2"]
+
+
+def test_export_replaces_files_and_leaves_no_temporaries(
+    clean_warehouse: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "reports"
+    out.mkdir()
+    (out / "answers.csv").write_text("stale", encoding="utf-8")
+    export_reports(clean_warehouse, out, "csv")
+    export_reports(clean_warehouse, out, "csv")
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{r}.csv" for r in REPORTS)
+    assert (out / "answers.csv").read_text(encoding="utf-8") != "stale"
+
+
+def test_export_of_empty_models(tmp_path: Path) -> None:
+    warehouse = tmp_path / "empty.duckdb"
+    build_models(warehouse, as_of=AS_OF)
+    for fmt in ("csv", "parquet"):
+        exported = export_reports(warehouse, tmp_path / fmt, fmt)  # type: ignore[arg-type]
+        assert {e.rows for e in exported} == {0}
+    assert list(pd.read_csv(tmp_path / "csv" / "answers_wide.csv").columns) == [
+        "namespace_company_id",
+        "company_id",
+        "company_name",
+        "company_type_id",
+    ]
+
+
+def test_export_needs_built_models(tmp_path: Path) -> None:
+    with pytest.raises(ExportError, match="does not exist"):
+        export_reports(tmp_path / "nothing.duckdb", tmp_path / "out", "csv")
+    duckdb.connect(str(tmp_path / "raw-only.duckdb")).close()
+    with pytest.raises(ExportError, match="build the models first"):
+        export_reports(tmp_path / "raw-only.duckdb", tmp_path / "out", "csv")
+    with pytest.raises(ValueError):
+        export_reports(tmp_path / "raw-only.duckdb", tmp_path / "out", "xlsx")  # type: ignore[arg-type]
