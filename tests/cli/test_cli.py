@@ -1,0 +1,204 @@
+"""Every CLI command through a subprocess, as a user runs it, including error paths."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+
+DILIGENCE = [sys.executable, "-m", "diligence"]
+COMMANDS = ["sync", "models", "export", "sandbox", "demo", "status"]
+SECRET = "s3cret-Pa55word-for-tests"
+
+pytestmark = pytest.mark.slow
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SOURCES__")}
+    full_env.update(env or {})
+    return subprocess.run(
+        DILIGENCE + args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SandboxServer]:
+    with SandboxServer(scale="small", password=SECRET) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture(scope="module")
+def synced(server: SandboxServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse filled once by `diligence sync`, shared by the read-only tests."""
+    cwd = tmp_path_factory.mktemp("synced")
+    result = run(
+        ["sync", "--base-url", server.base_url, "--warehouse", "w.duckdb"],
+        cwd,
+        {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL, "SOURCES__COMPANY_CONNECTIONS__PASSWORD": SECRET},
+    )
+    assert result.returncode == 0, result.stderr
+    assert SECRET not in result.stdout + result.stderr
+    assert "synced 2/2 namespaces" in result.stdout
+    assert "all data checks passed" in result.stdout
+    return cwd / "w.duckdb"
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_is_useful(command: str | None, tmp_path: Path) -> None:
+    result = run([command, "--help"] if command else ["--help"], tmp_path)
+    assert result.returncode == 0
+    assert "Usage" in result.stdout
+    if command:
+        assert len(result.stdout.splitlines()) > 6
+    else:
+        for name in COMMANDS:
+            assert name in result.stdout
+
+
+def test_sync_builds_raw_and_analytics(synced: Path) -> None:
+    con = duckdb.connect(str(synced), read_only=True)
+    try:
+        assert con.execute("select count(*) from raw.questionnaires").fetchall()[0][0] > 0
+        assert con.execute("select count(*) from analytics.answers").fetchall()[0][0] > 0
+    finally:
+        con.close()
+
+
+def test_sync_wrong_password_is_one_clear_line(server: SandboxServer, tmp_path: Path) -> None:
+    result = run(
+        ["sync", "--base-url", server.base_url, "--warehouse", "w.duckdb"],
+        tmp_path,
+        {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL, "SOURCES__COMPANY_CONNECTIONS__PASSWORD": "wrong-" + SECRET},
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert SECRET not in result.stdout + result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert "401" in errors[0] or "rejected" in errors[0].lower()
+
+
+def test_sync_unreachable_service(tmp_path: Path) -> None:
+    result = run(
+        ["sync", "--base-url", "http://127.0.0.1:9", "--warehouse", "w.duckdb"],
+        tmp_path,
+        {
+            "SOURCES__COMPANY_CONNECTIONS__EMAIL": "a@example.com",
+            "SOURCES__COMPANY_CONNECTIONS__PASSWORD": SECRET,
+            "SOURCES__COMPANY_CONNECTIONS__MAX_ATTEMPTS": "2",
+        },
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "error:" in result.stderr
+    assert SECRET not in result.stderr
+
+
+def test_sync_missing_settings_say_which(tmp_path: Path) -> None:
+    result = run(["sync", "--warehouse", "w.duckdb"], tmp_path)
+    assert result.returncode == 1
+    assert "base_url" in result.stderr and "SOURCES__COMPANY_CONNECTIONS__BASE_URL" in result.stderr
+
+
+def test_sync_namespace_not_allowed(server: SandboxServer, tmp_path: Path) -> None:
+    result = run(
+        ["sync", "--base-url", server.base_url, "--warehouse", "w.duckdb", "--namespace", "no-such-company", "--no-models"],
+        tmp_path,
+        {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL, "SOURCES__COMPANY_CONNECTIONS__PASSWORD": SECRET},
+    )
+    assert result.returncode == 1
+    assert "no-such-company" in result.stderr and "not one of the user's companies" in result.stderr
+
+
+def test_models_rebuild_with_as_of(synced: Path) -> None:
+    result = run(
+        ["models", "--warehouse", str(synced), "--expiring-within-days", "60", "--as-of", "2026-01-01T00:00:00"],
+        synced.parent,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "all data checks passed" in result.stdout
+
+
+def test_models_bad_as_of_and_missing_warehouse(tmp_path: Path) -> None:
+    bad = run(["models", "--warehouse", "missing.duckdb"], tmp_path)
+    assert bad.returncode == 2 and "no warehouse" in bad.stderr
+    (tmp_path / "w.duckdb").touch()
+    bad_ts = run(["models", "--warehouse", "w.duckdb", "--as-of", "yesterday"], tmp_path)
+    assert bad_ts.returncode == 2 and "--as-of" in bad_ts.stderr
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_writes_readable_files(synced: Path, tmp_path: Path, fmt: str) -> None:
+    result = run(["export", "--format", fmt, "--out", str(tmp_path), "--warehouse", str(synced)], tmp_path)
+    assert result.returncode == 0, result.stderr
+    names = {"answers", "document_expiry", "questionnaire_completeness", "connections", "answers_wide"}
+    assert {p.name for p in tmp_path.iterdir()} == {f"{n}.{fmt}" for n in names}
+    con = duckdb.connect(str(synced), read_only=True)
+    try:
+        for name in names:
+            frame = pd.read_csv(tmp_path / f"{name}.csv") if fmt == "csv" else pd.read_parquet(tmp_path / f"{name}.parquet")
+            assert len(frame) == con.execute(f"select count(*) from analytics.{name}").fetchall()[0][0]
+    finally:
+        con.close()
+
+
+def test_export_bad_format(synced: Path, tmp_path: Path) -> None:
+    result = run(["export", "--format", "xlsx", "--out", str(tmp_path), "--warehouse", str(synced)], tmp_path)
+    assert result.returncode == 2 and "csv or parquet" in result.stderr
+
+
+def test_status_reports_syncs_counts_and_freshness(synced: Path) -> None:
+    result = run(["status", "--warehouse", str(synced)], synced.parent)
+    assert result.returncode == 0, result.stderr
+    for heading in ("Last syncs", "Freshness", "Rows", "raw.questionnaires"):
+        assert heading in result.stdout
+
+
+def test_status_without_warehouse(tmp_path: Path) -> None:
+    result = run(["status", "--warehouse", "nope.duckdb"], tmp_path)
+    assert result.returncode == 2 and "no warehouse" in result.stderr
+
+
+def test_sandbox_serves_until_interrupted(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        DILIGENCE + ["sandbox", "--port", "0", "--latency-ms", "1"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert "Sandbox ready at http://127.0.0.1:" in line
+        assert DEFAULT_PASSWORD in line  # only the sandbox's own default is ever printed
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=20)
+
+
+def test_sandbox_bad_flag_value(tmp_path: Path) -> None:
+    result = run(["sandbox", "--error-rate", "2"], tmp_path, timeout=60)
+    assert result.returncode == 2 and "error_rate" in result.stderr
+
+
+def test_demo_end_to_end(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run(["demo"], tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr
+    for words in ("namespaces", "connections", "questionnaires", "documents expired", "documents expiring", "Warehouse:", "Reports:"):
+        assert words in result.stdout
+    assert (tmp_path / "data" / "demo.duckdb").exists()
+    assert (tmp_path / "reports" / "answers.csv").exists()
+    assert (tmp_path / "reports" / "answers_wide.parquet").exists()
+    assert time.monotonic() - started < 120
