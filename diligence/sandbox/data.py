@@ -1,0 +1,465 @@
+"""The sandbox's world: who is connected to whom, with which rights, and the truth.
+
+:func:`build_world` lays out the structure eagerly (companies, namespaces,
+connections, reading rights, templates), which is cheap even at the ``large``
+scale. Questionnaire answers and documents are generated on demand from a hash
+of (seed, company, company type) by :mod:`diligence.sandbox.generate` and
+memoised, so a company's answers are its own and identical whichever namespace
+reads them.
+
+The world is mutable through a few methods (:meth:`World.set_answer`,
+:meth:`World.update_document`, :meth:`World.delete_document`,
+:meth:`World.revoke_namespace`); each bumps :attr:`World.generation`, which the
+HTTP app watches to drop its cached response bytes.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from diligence.sandbox import generate as gen
+from diligence.sandbox import vocab
+from diligence.sandbox.truth import QuestionnaireStats, compute_truth
+
+__all__ = ["SCALES", "Access", "Connection", "Namespace", "World", "build_world"]
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Size of a world: namespaces, connections listed per namespace, and the
+    size of the pool of companies that several namespaces may share."""
+
+    namespaces: int
+    connections_per_namespace: int
+    shared_pool: int
+
+
+SCALES: dict[str, Scale] = {
+    "small": Scale(namespaces=2, connections_per_namespace=25, shared_pool=10),
+    "medium": Scale(namespaces=3, connections_per_namespace=170, shared_pool=60),
+    "large": Scale(namespaces=3, connections_per_namespace=2000, shared_pool=400),
+}
+
+
+class Access(enum.Enum):
+    """Outcome of a read-rights check for (namespace, company, company type)."""
+
+    OK = "ok"
+    FORBIDDEN = "forbidden"  # company is itself or a connection, type not readable: 403
+    NOT_FOUND = "not_found"  # company is neither itself nor an established connection: 404
+
+
+@dataclass
+class Connection:
+    """A namespace's connection. ``ghost`` connections are listed by endpoint 5
+    (and their company details, endpoint 4, answer) but their connection detail
+    (endpoint 6) answers 404 and their questionnaires and documents are not
+    readable (404)."""
+
+    company_id: str
+    given: list[str]
+    received: list[str]
+    ghost: bool = False
+
+
+@dataclass
+class Namespace:
+    """A company the user belongs to, with its role entry and its connections."""
+
+    company_id: str
+    internal_names: list[str]
+    internal_types: list[str]
+    external_names: list[str]
+    external_types: list[str]
+    connections: list[Connection]
+    by_id: dict[str, Connection] = field(default_factory=dict)
+
+    def role(self) -> dict[str, Any]:
+        """The namespace's entry in the user-info ``roles`` array."""
+        return {
+            "companyId": self.company_id,
+            "internal": {"names": list(self.internal_names),
+                         "companyTypeIds": list(self.internal_types)},
+            "external": {"names": list(self.external_names),
+                         "companyTypeIds": list(self.external_types)},
+        }
+
+
+_UNANSWERED = object()
+_ANSWER_CACHE_SIZE = 4096
+
+
+class World:
+    """The complete, deterministic state the sandbox serves.
+
+    Read methods return JSON-ready Python objects (callers must not mutate
+    them). ``namespaces`` lists the user's current company ids (revoked ones
+    excluded).
+    """
+
+    def __init__(self, *, scale: str, seed: int, drift: bool, today: date,
+                 companies: dict[str, dict[str, Any]], namespaces: list[Namespace]) -> None:
+        self.scale = scale
+        self.seed = seed
+        self.drift = drift
+        self.today = today
+        self.companies = companies
+        self.company_types = [{"id": tid, "label": label} for tid, label in vocab.COMPANY_TYPES]
+        self._namespaces = {ns.company_id: ns for ns in namespaces}
+        self._revoked: set[str] = set()
+        self.generation = 0
+        self._lock = threading.RLock()
+        self.templates = {
+            tid: gen.build_template(seed, tid, label, drift) for tid, label in vocab.COMPANY_TYPES
+        }
+        self._field_type: dict[str, str] = {}
+        self._field_spec: dict[str, gen.FieldSpec] = {}
+        for tid, template in self.templates.items():
+            for spec in template.fields:
+                self._field_type[spec.id] = tid
+                self._field_spec[spec.id] = spec
+        self._answers: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._overrides: dict[tuple[str, str], dict[str, Any]] = {}
+        self._stats: dict[tuple[str, str], QuestionnaireStats] = {}
+        self._docs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._doc_owner: dict[str, tuple[str, str]] = {}
+        self._doc_index_complete = False
+        self._truth: tuple[int, dict[str, Any]] | None = None
+        self._template_types: dict[str, list[str]] = {}
+
+    # ------------------------------------------------------------ structure
+
+    @property
+    def namespaces(self) -> list[str]:
+        """The user's current company ids, in role order."""
+        return [cid for cid in self._namespaces if cid not in self._revoked]
+
+    def namespace(self, company_id: str) -> Namespace | None:
+        """The namespace ``company_id`` if the user currently belongs to it."""
+        if company_id in self._revoked:
+            return None
+        return self._namespaces.get(company_id)
+
+    def user_info(self, email: str) -> dict[str, Any]:
+        """Endpoint 3 body: ``{"roles": [...], "email": email}``."""
+        return {"roles": [self._namespaces[c].role() for c in self.namespaces], "email": email}
+
+    def company_for(self, ns_id: str, company_id: str) -> dict[str, Any] | None:
+        """Endpoint 4: details of the namespace itself or of a listed connection
+        (ghosts included); None (404) for any other company."""
+        ns = self._namespaces[ns_id]
+        if company_id == ns_id or company_id in ns.by_id:
+            return self.companies[company_id]
+        return None
+
+    def connection_list(self, ns_id: str) -> list[dict[str, Any]]:
+        """Endpoint 5: ``[{id, name}, ...]`` of every listed connection, in order."""
+        out = []
+        for conn in self._namespaces[ns_id].connections:
+            entry: dict[str, Any] = {"id": conn.company_id,
+                                     "name": self.companies[conn.company_id]["name"]}
+            if self.drift:
+                entry["status"] = "ACTIVE"
+            out.append(entry)
+        return out
+
+    def connection_detail(self, ns_id: str, company_id: str) -> dict[str, Any] | None:
+        """Endpoint 6 body, or None (404) for non-connections and ghosts."""
+        conn = self._namespaces[ns_id].by_id.get(company_id)
+        if conn is None or conn.ghost:
+            return None
+        company = self.companies[company_id]
+        detail: dict[str, Any] = {
+            "id": company_id,
+            "name": company["name"],
+            "country": company["country"],
+            "readingRights": {
+                "given": {"companyTypeIds": list(conn.given)},
+                "received": {"companyTypeIds": list(conn.received)},
+            },
+        }
+        if self.drift:
+            year = 2015 + gen.h64(self.seed, ns_id, company_id) % 9
+            detail["connectedSince"] = f"{year}-01-15T09:30:00"
+        return detail
+
+    def access(self, ns_id: str, company_id: str, type_id: str) -> Access:
+        """May namespace ``ns_id`` read ``company_id``'s data of ``type_id``?
+
+        OK when the company is the namespace and the type is in its role's
+        ``internal.companyTypeIds``, or the company is a (non-ghost) connection
+        and the type is in that connection's ``received.companyTypeIds``.
+        """
+        ns = self._namespaces[ns_id]
+        if company_id == ns_id:
+            return Access.OK if type_id in ns.internal_types else Access.FORBIDDEN
+        conn = ns.by_id.get(company_id)
+        if conn is None or conn.ghost:
+            return Access.NOT_FOUND
+        return Access.OK if type_id in conn.received else Access.FORBIDDEN
+
+    def readable_pairs(self, ns_id: str) -> list[tuple[str, str]]:
+        """Every (company_id, company_type_id) the namespace may read: its own
+        internal types first, then each non-ghost connection's received types in
+        listing order."""
+        ns = self._namespaces[ns_id]
+        pairs = [(ns_id, t) for t in ns.internal_types]
+        for conn in ns.connections:
+            if not conn.ghost:
+                pairs.extend((conn.company_id, t) for t in conn.received)
+        return pairs
+
+    def template_types(self, ns_id: str) -> list[str]:
+        """Company types whose template (endpoint 8) the namespace may read: its
+        internal types plus every type received from any connection, in
+        catalogue order."""
+        found = self._template_types.get(ns_id)
+        if found is None:
+            ns = self._namespaces[ns_id]
+            seen = set(ns.internal_types)
+            for conn in ns.connections:
+                if not conn.ghost:
+                    seen.update(conn.received)
+            found = [t["id"] for t in self.company_types if t["id"] in seen]
+            self._template_types[ns_id] = found
+        return found
+
+    # ------------------------------------------------------------ questionnaires
+
+    def template(self, type_id: str) -> dict[str, Any] | None:
+        """Endpoint 8 body for ``type_id`` (no ``information`` anywhere)."""
+        template = self.templates.get(type_id)
+        if template is None:
+            return None
+        return {"questionnaires": {"forms": list(template.forms)}}
+
+    def answers(self, company_id: str, type_id: str) -> dict[str, Any]:
+        """Field id -> ``information`` of the answered fields of (company, type)."""
+        key = (company_id, type_id)
+        found = self._answers.get(key)
+        if found is not None:
+            return found
+        answers = gen.make_answers(self.seed, self.companies[company_id],
+                                   self.templates[type_id], self.today)
+        for fid, info in self._overrides.get(key, {}).items():
+            if info is _UNANSWERED:
+                answers.pop(fid, None)
+            else:
+                answers[fid] = info
+        self._answers[key] = answers
+        if len(self._answers) > _ANSWER_CACHE_SIZE:
+            self._answers.popitem(last=False)
+        return answers
+
+    def questionnaire(self, company_id: str, type_id: str) -> dict[str, Any]:
+        """Endpoint 7 body: the type's forms with ``information`` on answered fields."""
+        answers = self.answers(company_id, type_id)
+        forms = []
+        for form in self.templates[type_id].forms:
+            fields = []
+            for f in form["fields"]:
+                info = answers.get(f["id"])
+                fields.append(f if info is None else {**f, "information": info})
+            forms.append({**form, "fields": fields})
+        return {"questionnaires": {"forms": forms}}
+
+    def field_type_id(self, field_id: str) -> str | None:
+        """The company type whose template holds ``field_id`` (None if unknown)."""
+        return self._field_type.get(field_id)
+
+    def questionnaire_stats(self, company_id: str, type_id: str) -> QuestionnaireStats:
+        """Field counts of one questionnaire (memoised; see :class:`QuestionnaireStats`)."""
+        key = (company_id, type_id)
+        found = self._stats.get(key)
+        if found is None:
+            found = QuestionnaireStats.of(self.templates[type_id],
+                                          self.answers(company_id, type_id))
+            self._stats[key] = found
+        return found
+
+    def set_answer(self, company_id: str, type_id: str, field_id: str,
+                   information: dict[str, Any] | None) -> None:
+        """Set (or with ``None`` remove) the answer of one field of a company's
+        questionnaire; every namespace that reads it sees the change."""
+        if company_id not in self.companies:
+            raise KeyError(f"unknown company {company_id}")
+        if self._field_type.get(field_id) != type_id:
+            raise KeyError(f"field {field_id} is not part of company type {type_id}")
+        if self._field_spec[field_id].type == gen.LABEL and information is not None:
+            raise ValueError("Label fields carry no answer")
+        if information is not None and not isinstance(information, dict):
+            raise ValueError("information must be an object or null")
+        with self._lock:
+            key = (company_id, type_id)
+            self._overrides.setdefault(key, {})[field_id] = (
+                _UNANSWERED if information is None else information)
+            self._answers.pop(key, None)
+            self._stats.pop(key, None)
+            self.generation += 1
+
+    # ------------------------------------------------------------ documents
+
+    def documents(self, company_id: str, type_id: str) -> list[dict[str, Any]]:
+        """Endpoint 10 body: documents of (company, type), memoised and mutable
+        through :meth:`update_document` / :meth:`delete_document`. A namespace's
+        own company always has at least one document per company type."""
+        key = (company_id, type_id)
+        docs = self._docs.get(key)
+        if docs is None:
+            own = company_id in self._namespaces
+            docs = gen.make_documents(self.seed, company_id, type_id, self.today, self.drift,
+                                      at_least=1 if own else 0,
+                                      force_examples=self.drift and own)
+            self._docs[key] = docs
+            for doc in docs:
+                self._doc_owner[doc["id"]] = key
+        return docs
+
+    def document(self, document_id: str) -> tuple[str, str, dict[str, Any]] | None:
+        """(company_id, type_id, document) for a document id, or None."""
+        owner = self._doc_owner.get(document_id)
+        if owner is None and not self._doc_index_complete:
+            with self._lock:
+                for ns_id in self._namespaces:
+                    for company_id, type_id in self.readable_pairs(ns_id):
+                        self.documents(company_id, type_id)
+                self._doc_index_complete = True
+            owner = self._doc_owner.get(document_id)
+        if owner is None:
+            return None
+        for doc in self._docs[owner]:
+            if doc["id"] == document_id:
+                return owner[0], owner[1], doc
+        return None
+
+    def document_file(self, document_id: str) -> tuple[str, bytes] | None:
+        """(file name, bytes) of a document, or None if it does not exist."""
+        found = self.document(document_id)
+        if found is None:
+            return None
+        company_id, _, doc = found
+        content = gen.render_file(doc, self.companies[company_id]["name"])
+        return str(doc.get("name", document_id)), content
+
+    def update_document(self, document_id: str, *, set_fields: dict[str, Any] | None = None,
+                        unset: list[str] | None = None) -> dict[str, Any]:
+        """Change a document: ``set_fields`` assigns properties (``None`` makes
+        them null), ``unset`` removes keys. ``id`` cannot change."""
+        found = self.document(document_id)
+        if found is None:
+            raise KeyError(f"unknown document {document_id}")
+        doc = found[2]
+        with self._lock:
+            for key, value in (set_fields or {}).items():
+                if key != "id":
+                    doc[key] = value
+            for key in unset or []:
+                if key != "id":
+                    doc.pop(key, None)
+            self.generation += 1
+        return doc
+
+    def delete_document(self, document_id: str) -> None:
+        """Remove a document from its company's list."""
+        found = self.document(document_id)
+        if found is None:
+            raise KeyError(f"unknown document {document_id}")
+        company_id, type_id, doc = found
+        with self._lock:
+            self._docs[(company_id, type_id)].remove(doc)
+            del self._doc_owner[document_id]
+            self.generation += 1
+
+    def revoke_namespace(self, company_id: str) -> None:
+        """The user loses company ``company_id``: it leaves the roles, and
+        requests made in its namespace answer 403."""
+        if company_id not in self._namespaces:
+            raise KeyError(f"{company_id} is not one of the user's companies")
+        with self._lock:
+            self._revoked.add(company_id)
+            self.generation += 1
+
+    # ------------------------------------------------------------ truth
+
+    def truth(self) -> dict[str, Any]:
+        """Ground truth of the current state; see :func:`diligence.sandbox.truth.compute_truth`
+        for the meaning of every count. Cached until the world changes."""
+        with self._lock:
+            if self._truth is None or self._truth[0] != self.generation:
+                self._truth = (self.generation, compute_truth(self))
+            return self._truth[1]
+
+
+_GRANTABLE = [t for t, _ in vocab.COMPANY_TYPES if t not in vocab.UNGRANTED_TYPES]
+
+
+def _pick_types(r: Any, k: int) -> list[str]:
+    """``k`` grantable company types, in catalogue order."""
+    chosen = set(r.sample(_GRANTABLE, k))
+    return [t for t in _GRANTABLE if t in chosen]
+
+
+def build_world(scale: str = "small", seed: int = 7, drift: bool = False,
+                today: date | None = None) -> World:
+    """Build the deterministic world for ``scale`` (``small``, ``medium``,
+    ``large``) and ``seed``; ``today`` (default: the current UTC date) anchors
+    document dates.
+
+    Per namespace: its connections are drawn from a shared pool (each pool
+    company joins each namespace with probability 0.7) and topped up with
+    companies of its own. One own connection is a ghost (listed, detail 404);
+    another has no received rights. Received rights cover 1-3 company types; a
+    shared company grants the same two types to most namespaces it is in.
+    """
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
+    spec = SCALES[scale]
+    today = today or datetime.now(UTC).date()
+    r = gen.rng_for(seed, "world", scale)
+    companies: dict[str, dict[str, Any]] = {}
+    next_index = 0
+
+    def new_company() -> str:
+        nonlocal next_index
+        company = gen.make_company(seed, next_index, drift)
+        next_index += 1
+        companies[company["id"]] = company
+        return str(company["id"])
+
+    ns_ids = [new_company() for _ in range(spec.namespaces)]
+    shared = [new_company() for _ in range(spec.shared_pool)]
+    shared_set = set(shared)
+    # A shared company tends to share the same company types with everyone.
+    shared_rights = {cid: _pick_types(gen.rng_for(seed, "shared-rights", cid), 2) for cid in shared}
+    namespaces = []
+    for ns_id in ns_ids:
+        members = [c for c in shared if r.random() < 0.7]
+        own = [new_company() for _ in range(spec.connections_per_namespace - len(members))]
+        conns = []
+        for cid in members + own:
+            received = _pick_types(r, r.choices((1, 2, 3), weights=(35, 40, 25))[0])
+            if cid in shared_set and r.random() < 0.6:
+                received = list(shared_rights[cid])
+            given = _pick_types(r, r.randint(1, 4))
+            conns.append(Connection(cid, given, received))
+        conns[len(members)].ghost = True
+        conns[len(members)].received = []
+        conns[len(members) + 1].received = []
+        r.shuffle(conns)
+        ns = Namespace(
+            company_id=ns_id,
+            internal_names=sorted(r.sample(vocab.INTERNAL_ROLE_NAMES, r.randint(1, 3))),
+            internal_types=_pick_types(r, 2),
+            external_names=sorted(r.sample(vocab.EXTERNAL_ROLE_NAMES, r.randint(1, 2))),
+            external_types=_pick_types(r, r.randint(2, 4)),
+            connections=conns,
+        )
+        ns.by_id = {c.company_id: c for c in conns}
+        namespaces.append(ns)
+    return World(scale=scale, seed=seed, drift=drift, today=today,
+                 companies=companies, namespaces=namespaces)
