@@ -206,7 +206,7 @@ def sync(
     if download_documents is not None:
         _download(warehouse, download_documents, base_url)
     if not no_models:
-        _build_models(warehouse, _expiring_default(), None)
+        _build_models(warehouse, _expiring_default(), None, wait)
     if result.failed:
         names = ", ".join(f"{o.namespace_company_id} ({o.error})" for o in result.failed)
         raise CommandError(f"not loaded, previous data kept: {names}")
@@ -225,21 +225,21 @@ def _download(warehouse: Path, folder: Path, base_url: str | None) -> None:
         raise CommandError(f"{result.failed} document downloads failed (see the log above)")
 
 
-def _build_models(warehouse: Path, expiring_within_days: int, as_of: datetime | None) -> None:
-    from .checks import run_checks
-    from .models import build_models
+def _build_models(warehouse: Path, expiring_within_days: int, as_of: datetime | None, wait: float = 0.0) -> None:
+    from .analytics import rebuild_analytics
 
-    result = build_models(warehouse, expiring_within_days=expiring_within_days, as_of=as_of)
+    result = rebuild_analytics(
+        warehouse, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait
+    )
     out.print(
-        f"models built in {result.seconds:.2f}s: "
-        + ", ".join(f"{table} {rows}" for table, rows in result.row_counts.items()),
+        f"models built in {result.models.seconds:.2f}s: "
+        + ", ".join(f"{table} {rows}" for table, rows in result.models.row_counts.items()),
         highlight=False,
     )
-    failing = [c for c in run_checks(warehouse) if c.failing_rows]
-    if failing:
-        lines = "; ".join(f"{c.name}: {c.failing_rows} rows" for c in failing)
+    if result.failed_checks:
+        lines = "; ".join(f"{c.name}: {c.failing_rows} rows" for c in result.failed_checks)
         raise CommandError(f"data checks failed: {lines}")
-    out.print("all data checks passed", highlight=False)
+    out.print(f"all data checks passed; analysts' copy: {result.published}", highlight=False)
 
 
 # -- models / export -------------------------------------------------------------------
@@ -255,12 +255,16 @@ def models(
         str | None,
         typer.Option(help="Compute expiry as of this UTC timestamp instead of now (reproducible)."),
     ] = None,
+    wait: Annotated[
+        float, typer.Option(help="Seconds to wait for a sync or session holding the warehouse.", min=0)
+    ] = 0.0,
 ) -> None:
-    """(Re)build the analytics schema from raw, in one transaction, then run the checks."""
+    """(Re)build the analytics schema from raw, in one transaction, then run the checks
+    and publish the analysts' read-only copy (<warehouse>-analytics.duckdb)."""
     if not warehouse.exists():
         raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
     days = _expiring_default() if expiring_within_days is None else expiring_within_days
-    _build_models(warehouse, days, _parse_as_of(as_of))
+    _build_models(warehouse, days, _parse_as_of(as_of), wait)
 
 
 @app.command()

@@ -7,9 +7,8 @@ from pathlib import Path
 import duckdb
 from rich.console import Console
 
-from .checks import run_checks
+from .analytics import rebuild_analytics
 from .export import export_reports
-from .models import build_models
 from .progress import SyncProgress
 from .sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from .sync import SyncError, run_sync
@@ -47,10 +46,10 @@ def run_demo(
             )
     if result.failed:
         raise SyncError("; ".join(f"{o.namespace_company_id}: {o.error}" for o in result.failed))
-    models = build_models(warehouse)
-    failing = [c for c in run_checks(warehouse) if c.failing_rows]
-    if failing:
-        raise SyncError("data checks failed: " + ", ".join(c.name for c in failing))
+    analytics = rebuild_analytics(warehouse)
+    models = analytics.models
+    if analytics.failed_checks:
+        raise SyncError("data checks failed: " + ", ".join(c.name for c in analytics.failed_checks))
     files = export_reports(warehouse, out_dir, "csv") + export_reports(warehouse, out_dir, "parquet")
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
@@ -71,8 +70,9 @@ def run_demo(
             f"  documents expiring   {expiring}  (within {models.expiring_within_days} days)",
             f"  sync issues          {issues}  (denied or missing items, see analytics.sync_issues)",
             "",
-            f"Warehouse: {warehouse}  (schema analytics; try: duckdb {warehouse} "
-            '"from analytics.document_expiry where expiry_status = \'expiring\'")',
+            f"Warehouse: {warehouse}  (raw and analytics)",
+            f"Analysts:  {analytics.published}  (read-only copy of analytics; try: duckdb "
+            f"{analytics.published} \"from analytics.document_expiry where expiry_status = 'expiring'\")",
             f"Reports:   {out_dir}/ ({len(files)} files: "
             + ", ".join(sorted({f.path.name for f in files}))
             + ")",

@@ -18,6 +18,7 @@ from dlt.common.pipeline import LoadInfo
 from pipelines.company_connections import Extraction, ProgressListener, company_connections
 from pipelines.company_connections.errors import DiligenceError
 
+from .publish import wait_until_writable
 from .warehouse import DEFAULT_WAREHOUSE, pipeline_for, writer_lock
 
 log = logging.getLogger("diligence.sync")
@@ -149,7 +150,15 @@ def run_sync(
     timings: dict[str, float] = {}
 
     with writer_lock(warehouse, wait_seconds=wait_seconds):
+        wait_until_writable(warehouse, wait_seconds=wait_seconds)
         pipeline = pipeline_for(warehouse)
+        if pipeline.has_pending_data:
+            # Left by a sync that died mid-way. This sync reads a complete, newer
+            # snapshot of every namespace, which supersedes it; loading the old
+            # package first would make dlt skip the new data (it loads pending
+            # packages *instead of* extracting).
+            log.warning("discarding the unfinished load of an interrupted sync")
+            pipeline.drop_pending_packages()
         started = time.perf_counter()
         try:
             source = company_connections(

@@ -1,28 +1,15 @@
+"""Helpers of the tests that sync the sandbox into a warehouse and query it."""
+
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import pytest
-
 from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from diligence.sync import SyncResult, run_sync
 
 CREDENTIALS = {"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD}
-
-
-@pytest.fixture
-def sandbox() -> Iterator[SandboxServer]:
-    """A fresh small sandbox per test (tests change its data and faults)."""
-    with SandboxServer(scale="small") as server:
-        yield server
-
-
-@pytest.fixture
-def warehouse(tmp_path: Path) -> Path:
-    return tmp_path / "warehouse.duckdb"
 
 
 def sync(server: SandboxServer, warehouse: Path, **options: Any) -> SyncResult:

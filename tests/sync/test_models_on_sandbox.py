@@ -9,7 +9,7 @@ from diligence.export import export_reports
 from diligence.models import build_models
 from diligence.sandbox.server import SandboxServer
 
-from .conftest import query, sync
+from tests.helpers import query, sync
 
 
 def test_flattened_answers_match_ground_truth_with_drift(warehouse: Path, tmp_path: Path) -> None:

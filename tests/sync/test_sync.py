@@ -10,7 +10,7 @@ import pytest
 from diligence.sandbox.server import SandboxServer
 from diligence.sync import SyncError
 
-from .conftest import current_counts, query, sync
+from tests.helpers import current_counts, query, sync
 
 
 def test_counts_match_ground_truth(sandbox: SandboxServer, warehouse: Path) -> None:

@@ -1,0 +1,95 @@
+"""Sharing one warehouse between the schedule and analysts.
+
+DuckDB lets one process write a database file, and while it writes no other process
+may open that file, not even read-only. So:
+
+* Analysts query the **published copy** ``<warehouse>-analytics.duckdb`` (for
+  ``data/warehouse.duckdb``: ``data/warehouse-analytics.duckdb``): after every model
+  build the `analytics` schema is copied into a new file which then atomically
+  replaces the old one. A session that has the old copy open keeps reading it
+  undisturbed (the old file lives on until it closes); new sessions see the new build.
+  A sync therefore never locks analysts out, and an analyst never blocks a sync.
+* A process that holds the warehouse file itself open blocks writers: a sync or a
+  model build then waits up to ``--wait`` seconds for it and otherwise stops with a
+  message naming the process, before anything is read or written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from pathlib import Path
+
+import duckdb
+
+from .warehouse import WarehouseBusyError
+
+_LOCK_HOLDER = re.compile(r"PID (\d+)")
+
+
+def published_path(warehouse: Path) -> Path:
+    """Where the analysts' read-only copy of `warehouse`'s analytics schema lives."""
+    return warehouse.with_name(f"{warehouse.stem}-analytics{warehouse.suffix or '.duckdb'}")
+
+
+def _is_lock_conflict(exc: BaseException) -> bool:
+    return "Could not set lock on file" in str(exc) or "Conflicting lock" in str(exc)
+
+
+def wait_until_writable(warehouse: Path, *, wait_seconds: float = 0.0) -> None:
+    """Return once no other process holds `warehouse` open; raise after `wait_seconds`.
+
+    Raises :class:`WarehouseBusyError` naming the process that holds the file.
+    """
+    if not warehouse.exists():
+        return
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            duckdb.connect(str(warehouse)).close()
+            return
+        except duckdb.Error as exc:
+            if not _is_lock_conflict(exc):
+                raise
+            if time.monotonic() >= deadline:
+                holder = _LOCK_HOLDER.search(str(exc))
+                who = f"process {holder.group(1)}" if holder else "another process"
+                raise WarehouseBusyError(
+                    f"{warehouse} is open in {who}; close that session (analysts can query "
+                    f"{published_path(warehouse)} instead) or pass --wait SECONDS"
+                ) from None
+            time.sleep(0.5)
+
+
+def publish_analytics(warehouse: Path) -> Path:
+    """Copy the `analytics` schema of `warehouse` into its published read-only file."""
+    target = published_path(warehouse)
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    con = duckdb.connect()
+    try:
+        con.execute("attach ? as source (read_only)", [str(warehouse)])
+        tables = [
+            row[0]
+            for row in con.execute(
+                "select table_name from information_schema.tables where table_catalog = 'source' "
+                "and table_schema = 'analytics' and table_type = 'BASE TABLE' order by 1"
+            ).fetchall()
+        ]
+        con.execute("attach ? as published", [str(temporary)])
+        con.execute("create schema published.analytics")
+        for table in tables:
+            con.execute(
+                f'create table published.analytics."{table}" as '
+                f'select * from source.analytics."{table}"'
+            )
+        con.execute("detach published")
+        con.execute("detach source")
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    finally:
+        con.close()
+    os.replace(temporary, target)
+    return target

@@ -1,0 +1,112 @@
+"""SIGKILL a sync during extract and during load; the next run must heal completely."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.helpers import current_counts, query, sync
+
+pytestmark = pytest.mark.slow
+
+SYNC = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from diligence.sync import run_sync
+    run_sync(Path(sys.argv[1]), base_url=sys.argv[2],
+             source_options={"email": sys.argv[3], "password": sys.argv[4], "max_concurrency": 4})
+    """
+)
+
+
+def _versions(warehouse: Path) -> list[tuple[int, int, int, int]]:
+    return query(
+        warehouse,
+        "select (select count(*) from raw.questionnaires), "
+        "(select count(*) from raw.questionnaires where _dlt_valid_to is null), "
+        "(select count(*) from raw.documents), "
+        "(select count(*) from raw.documents where _dlt_valid_to is null)",
+    )
+
+
+def _kill_sync_when(server: SandboxServer, warehouse: Path, moment: Callable[[], bool]) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-c", SYNC, str(warehouse), server.base_url, DEFAULT_EMAIL, DEFAULT_PASSWORD],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    try:
+        while not moment():
+            assert process.poll() is None, "the sync finished before it could be killed"
+            assert time.monotonic() < deadline, "the moment to kill never came"
+            time.sleep(0.005)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+
+
+def _loading(warehouse: Path) -> Callable[[], bool]:
+    """True once dlt has a normalized package waiting to be loaded (the load step)."""
+    pipelines = warehouse.parent / ".dlt-pipelines" / warehouse.stem
+
+    def moment() -> bool:
+        return any(pipelines.glob("*/load/normalized/*"))
+
+    return moment
+
+
+def _clean_reference(tmp_path: Path) -> tuple[dict[str, dict[str, int]], list[tuple[int, int, int, int]]]:
+    reference = tmp_path / "reference.duckdb"
+    with SandboxServer(scale="small") as server:
+        sync(server, reference)
+        _change_something(server)
+        sync(server, reference)
+    return current_counts(reference), _versions(reference)
+
+
+def _change_something(server: SandboxServer) -> None:
+    """A change between the two syncs, so history has something to keep."""
+    ns = server.world.namespaces[0]
+    company_id, type_id = next((c, t) for c, t in server.world.readable_pairs(ns) if c != ns)
+    server.world.delete_document(server.world.documents(company_id, type_id)[0]["id"])
+
+
+@pytest.mark.parametrize("phase", ["extract", "load"])
+def test_sigkill_then_rerun_matches_a_clean_run(phase: str, tmp_path: Path) -> None:
+    expected_counts, expected_versions = _clean_reference(tmp_path)
+    warehouse = tmp_path / "crashed" / "warehouse.duckdb"
+    warehouse.parent.mkdir()
+    with SandboxServer(scale="small") as server:
+        sync(server, warehouse)
+        _change_something(server)
+        if phase == "extract":
+            server.faults.latency_ms = 20
+            stats_url = f"{server.base_url}/_sandbox/stats"
+            import httpx
+
+            _kill_sync_when(server, warehouse, lambda: httpx.get(stats_url).json()["total"] > 350)
+            server.faults.latency_ms = 0
+        else:
+            _kill_sync_when(server, warehouse, _loading(warehouse))
+        sync(server, warehouse)  # the next run heals
+        sync(server, warehouse)  # and a further one changes nothing
+    assert current_counts(warehouse) == expected_counts
+    assert _versions(warehouse) == expected_versions
+    duplicates = query(
+        warehouse,
+        "select count(*) from (select namespace_company_id, company_id, company_type_id "
+        "from raw.questionnaires where _dlt_valid_to is null group by all having count(*) > 1)",
+    )
+    assert duplicates == [(0,)]
