@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import duckdb
 from dlt.common.configuration.exceptions import ConfigFieldMissingException
 from dlt.common.pipeline import LoadInfo
 
@@ -122,6 +123,26 @@ def _describe(exc: BaseException) -> str:
     return f"{type(cause).__name__}: {cause}"
 
 
+def synced_namespaces(warehouse: Path) -> list[str]:
+    """Namespaces that some earlier sync of `warehouse` loaded successfully."""
+    if not warehouse.exists():
+        return []
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        exists = con.execute(
+            "select count(*) from information_schema.tables "
+            "where table_schema = 'raw' and table_name = 'sync_runs'"
+        ).fetchall()[0][0]
+        if not exists:
+            return []
+        rows = con.execute(
+            "select distinct namespace_company_id from raw.sync_runs where status = 'success' order by 1"
+        ).fetchall()
+    finally:
+        con.close()
+    return [row[0] for row in rows]
+
+
 def run_sync(
     warehouse: Path = DEFAULT_WAREHOUSE,
     *,
@@ -162,7 +183,11 @@ def run_sync(
         started = time.perf_counter()
         try:
             source = company_connections(
-                **options, sync_id=sync_id, progress=progress, on_extracted=extracted.append
+                **options,
+                sync_id=sync_id,
+                known_namespaces=synced_namespaces(warehouse),
+                progress=progress,
+                on_extracted=extracted.append,
             )
         except Exception as exc:  # noqa: BLE001 - turned into one clear line
             raise SyncError(_describe(exc)) from None

@@ -187,6 +187,8 @@ class SandboxApp:
         randomised = endpoint >= 3 or (endpoint > 0 and faults.auth_faults)
         if randomised and (faults.latency_ms or faults.jitter_ms or faults.slow_rate):
             pause = injector.delay()
+            if faults.slow_rate and faults.slow_ms and pause * 1000 >= faults.slow_ms:
+                self.stats.injected["slow"] += 1
             if pause > 0:
                 await asyncio.sleep(pause)
         outcome = injector.outcome() if randomised else Outcome.NORMAL

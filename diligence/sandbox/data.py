@@ -384,6 +384,29 @@ class World:
             self._revoked.add(company_id)
             self.generation += 1
 
+    def remove_connection(self, ns_id: str, company_id: str) -> None:
+        """The namespace is no longer connected to ``company_id``: it leaves the
+        connections list, and its details and data answer 404 there."""
+        with self._lock:
+            ns = self._namespaces[ns_id]
+            conn = ns.by_id.pop(company_id, None)
+            if conn is None:
+                raise KeyError(f"{company_id} is not a connection of {ns_id}")
+            ns.connections.remove(conn)
+            self._template_types.pop(ns_id, None)
+            self.generation += 1
+
+    def empty_namespace(self, ns_id: str) -> None:
+        """The namespace keeps no connections and no company types of its own:
+        it still exists, and every list it reads is empty."""
+        with self._lock:
+            ns = self._namespaces[ns_id]
+            ns.connections.clear()
+            ns.by_id.clear()
+            ns.internal_types.clear()
+            self._template_types.pop(ns_id, None)
+            self.generation += 1
+
     # ------------------------------------------------------------ truth
 
     def truth(self) -> dict[str, Any]:

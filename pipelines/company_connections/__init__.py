@@ -30,7 +30,7 @@ from dlt.extract import DltResource
 from .auth import FileTokenStore
 from .client import ServiceClient
 from .extract import Extraction, NamespaceSnapshot, ProgressListener, extract_namespaces
-from .settings import DEFAULT_MAX_CONCURRENCY, DEFAULT_REQUEST_TIMEOUT
+from .settings import DEFAULT_BACKOFF_INITIAL, DEFAULT_MAX_CONCURRENCY, DEFAULT_REQUEST_TIMEOUT
 
 __all__ = [
     "company_connections",
@@ -182,6 +182,7 @@ def build_client(
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     requests_per_second: float | None = None,
     max_attempts: int = 6,
+    backoff_initial: float = DEFAULT_BACKOFF_INITIAL,
     token_store_path: str | None = DEFAULT_TOKEN_STORE_PATH,
     ca_bundle: str | None = None,
     allow_insecure_http: bool = False,
@@ -200,6 +201,7 @@ def build_client(
         requests_per_second=requests_per_second,
         request_timeout=request_timeout,
         max_attempts=max_attempts,
+        backoff_initial=backoff_initial,
         ca_bundle=ca_bundle,
         allow_insecure_http=allow_insecure_http,
     )
@@ -215,6 +217,7 @@ def client_from_config(
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     requests_per_second: float | None = None,
     max_attempts: int = 6,
+    backoff_initial: float = DEFAULT_BACKOFF_INITIAL,
     token_store_path: str | None = DEFAULT_TOKEN_STORE_PATH,
     ca_bundle: str | None = None,
     allow_insecure_http: bool = False,
@@ -229,6 +232,7 @@ def client_from_config(
         request_timeout=request_timeout,
         requests_per_second=requests_per_second,
         max_attempts=max_attempts,
+        backoff_initial=backoff_initial,
         token_store_path=token_store_path,
         ca_bundle=ca_bundle,
         allow_insecure_http=allow_insecure_http,
@@ -365,10 +369,12 @@ def company_connections(
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
     requests_per_second: float | None = None,
     max_attempts: int = 6,
+    backoff_initial: float = DEFAULT_BACKOFF_INITIAL,
     token_store_path: str | None = DEFAULT_TOKEN_STORE_PATH,
     ca_bundle: str | None = None,
     allow_insecure_http: bool = False,
     sync_id: str | None = None,
+    known_namespaces: Sequence[str] = (),
     progress: ProgressListener | None = None,
     on_extracted: Callable[[Extraction], None] | None = None,
 ) -> list[DltResource]:
@@ -383,7 +389,11 @@ def company_connections(
         max_concurrency: requests in flight at once over all namespaces.
         request_timeout: seconds per request attempt.
         requests_per_second: optional cap on the request rate.
+        max_attempts, backoff_initial: attempts per request, and the first retry's
+            backoff in seconds (it grows exponentially, with jitter).
         sync_id: identifies this sync in `sync_issues` and `sync_runs`.
+        known_namespaces: namespaces synced before; with the default `namespaces`,
+            those that user-info no longer lists are reported as failed (access lost).
         progress: receives request and row counts as the read goes.
         on_extracted: called with the :class:`Extraction` before anything is
             loaded, so a caller can report the namespaces that failed.
@@ -397,6 +407,7 @@ def company_connections(
         request_timeout=request_timeout,
         requests_per_second=requests_per_second,
         max_attempts=max_attempts,
+        backoff_initial=backoff_initial,
         token_store_path=token_store_path,
         ca_bundle=ca_bundle,
         allow_insecure_http=allow_insecure_http,
@@ -404,7 +415,9 @@ def company_connections(
 
     async def read() -> Extraction:
         async with client:
-            return await extract_namespaces(client, namespaces, progress=progress)
+            return await extract_namespaces(
+                client, namespaces, progress=progress, known_namespaces=known_namespaces
+            )
 
     extraction = run_coroutine(read())
     if on_extracted is not None:

@@ -398,29 +398,43 @@ async def extract_namespaces(
     *,
     progress: ProgressListener | None = None,
     synced_at: datetime | None = None,
+    known_namespaces: Sequence[str] = (),
 ) -> Extraction:
     """Read every requested namespace (default: every company of the user) side by side.
 
     A namespace the user does not belong to, or whose reading fails after retries,
-    becomes a failure in the result; the others are unaffected. Raises
-    :class:`AuthenticationError` when the credentials are refused.
+    becomes a failure in the result; the others are unaffected. With the default
+    namespaces, `known_namespaces` (those synced before) that user-info no longer
+    lists are failures too: access was lost, and their data is kept, not retired.
+    Raises :class:`AuthenticationError` when the credentials are refused.
     """
     started = time.perf_counter()
     extraction = Extraction(synced_at=synced_at or _now())
     user_info = await client.user_info()
     roles = {role.company_id: role for role in user_info.roles}
-    wanted = list(dict.fromkeys(namespaces)) if namespaces else list(roles)
+    if namespaces:
+        wanted = list(dict.fromkeys(namespaces))
+    else:
+        wanted = list(dict.fromkeys([*roles, *known_namespaces]))
 
     async def read_one(namespace: str) -> None:
         begun = _now()
         role = roles.get(namespace)
         if role is None:
-            extraction.failures[namespace] = NamespaceFailure(
-                namespace_company_id=namespace,
-                error=(
+            if namespaces:
+                error = (
                     f"namespace {namespace} is not one of the user's companies "
                     f"(user-info lists: {', '.join(roles) or 'none'})"
-                ),
+                )
+            else:
+                error = (
+                    f"namespace {namespace} was synced before but user-info no longer lists "
+                    "it (access lost?); its data is kept as last synced. To stop syncing it, "
+                    "set `namespaces` in the config"
+                )
+            extraction.failures[namespace] = NamespaceFailure(
+                namespace_company_id=namespace,
+                error=error,
                 started_at=begun,
                 finished_at=_now(),
             )
