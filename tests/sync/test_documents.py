@@ -1,0 +1,47 @@
+"""Documents on demand: new or changed documents are downloaded once, with size and sha256."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import httpx
+import pytest
+
+from diligence.documents import download_documents
+from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.helpers import query, sync
+
+
+def test_documents_are_downloaded_once_and_again_when_changed(
+    sandbox: SandboxServer, warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__EMAIL", DEFAULT_EMAIL)
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__PASSWORD", DEFAULT_PASSWORD)
+    folder = tmp_path / "files"
+    sync(sandbox, warehouse)
+    (current,) = query(warehouse, "select count(*) from raw.documents where _dlt_valid_to is null")[0]
+
+    first = download_documents(warehouse, folder, base_url=sandbox.base_url)
+    assert (first.downloaded, first.unchanged, first.failed) == (current, 0, 0)
+    rows = query(warehouse, "select path, size_bytes, sha256 from raw.document_files")
+    assert len(rows) == current
+    for path, size, digest in rows:
+        data = Path(path).read_bytes()
+        assert len(data) == size and hashlib.sha256(data).hexdigest() == digest
+
+    again = download_documents(warehouse, folder, base_url=sandbox.base_url)
+    assert (again.downloaded, again.unchanged) == (0, current)
+    downloads = httpx.get(f"{sandbox.base_url}/_sandbox/stats").json()["files"]
+
+    ns = sandbox.world.namespaces[0]
+    document_id = query(
+        warehouse,
+        "select document_id from raw.documents where namespace_company_id = ? and _dlt_valid_to is null limit 1",
+        ns,
+    )[0][0]
+    sandbox.world.update_document(document_id, set_fields={"expirationDate": "2031-01-01T00:00:00"})
+    sync(sandbox, warehouse)
+    changed = download_documents(warehouse, folder, base_url=sandbox.base_url)
+    assert changed.downloaded >= 1 and changed.unchanged == current - changed.downloaded
+    assert httpx.get(f"{sandbox.base_url}/_sandbox/stats").json()["files"] != downloads
