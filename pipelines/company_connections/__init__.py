@@ -308,10 +308,13 @@ def snapshot_resources(extraction: Extraction, sync_id: str) -> list[DltResource
                     empty_columns=("namespace_company_id", "content_hash"),
                 )
             )
+    issues = [(s.namespace_company_id, issue) for s in snapshots for issue in s.issues] + [
+        (f.namespace_company_id, f.issue) for f in extraction.failures.values() if f.issue
+    ]
     issue_rows = [
         {
             "sync_id": sync_id,
-            "namespace_company_id": s.namespace_company_id,
+            "namespace_company_id": namespace,
             "endpoint": issue.endpoint,
             "company_id": issue.company_id,
             "company_type_id": issue.company_type_id,
@@ -319,8 +322,7 @@ def snapshot_resources(extraction: Extraction, sync_id: str) -> list[DltResource
             "message": issue.message,
             "synced_at": extraction.synced_at,
         }
-        for s in snapshots
-        for issue in s.issues
+        for namespace, issue in issues
     ]
     if issue_rows:
         resources.append(_table_resource("sync_issues", issue_rows, "append"))
@@ -347,7 +349,7 @@ def snapshot_resources(extraction: Extraction, sync_id: str) -> list[DltResource
             "status": "failed",
             "requests": f.requests,
             "rows_loaded": 0,
-            "issues": 0,
+            "issues": 1 if f.issue else 0,
             "error": f.error,
             "synced_at": extraction.synced_at,
         }

@@ -103,13 +103,26 @@ class NamespaceSnapshot:
 
 @dataclass(frozen=True)
 class NamespaceFailure:
-    """A namespace that could not be read completely; nothing of it is loaded."""
+    """A namespace that could not be read completely; nothing of it is loaded.
+
+    `issue` is the request that failed for good, when one did (not for a namespace
+    the user does not belong to).
+    """
 
     namespace_company_id: str
     error: str
     started_at: datetime
     finished_at: datetime
     requests: int = 0
+    issue: SyncIssue | None = None
+
+
+class _RequestFailed(Exception):
+    """A request of a namespace failed for good; carries where, for `sync_issues`."""
+
+    def __init__(self, issue: SyncIssue) -> None:
+        super().__init__(issue.message)
+        self.issue = issue
 
 
 @dataclass
@@ -202,6 +215,29 @@ class _NamespaceReader:
                 )
             )
             return None
+        except AuthenticationError:
+            raise
+        except ServiceError as exc:
+            raise _RequestFailed(
+                SyncIssue(
+                    endpoint=endpoint,
+                    company_id=company_id,
+                    company_type_id=company_type_id,
+                    http_status=exc.status_code,
+                    message=str(exc),
+                )
+            ) from exc
+
+    async def _required(self, endpoint: str, request: Callable[[], Awaitable[T]]) -> T:
+        """Run a request the namespace cannot do without; any failure fails it."""
+        try:
+            return await self._call(request)
+        except AuthenticationError:
+            raise
+        except ServiceError as exc:
+            raise _RequestFailed(
+                SyncIssue(endpoint, self.ns, None, exc.status_code, str(exc))
+            ) from exc
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         assert self._tasks is not None
@@ -227,8 +263,11 @@ class _NamespaceReader:
             tasks.create_task(self._read_company(ns, is_namespace_company=True))
             for company_type_id in own_types:
                 self._spawn(self._read_target(ns, company_type_id))
-            # The list is not authoritative per item: a failure here fails the namespace.
-            entries = await self._call(lambda: self.client.connections(ns))
+            # Any failure of the list (403 included) fails the namespace: an empty or
+            # partial list would retire every connection.
+            entries = await self._required(
+                ENDPOINT_CONNECTIONS, lambda: self.client.connections(ns)
+            )
             self._plan(2 * len(entries))
             for entry in _unique_entries(entries):
                 self._spawn(self._read_connection(entry))
@@ -450,10 +489,13 @@ async def extract_namespaces(
                 raise
             extraction.failures[namespace] = NamespaceFailure(
                 namespace_company_id=namespace,
-                error=describe_error(cause),
+                error=describe_error(cause.__cause__ or cause)
+                if isinstance(cause, _RequestFailed)
+                else describe_error(cause),
                 started_at=begun,
                 finished_at=_now(),
                 requests=reader.snapshot.requests,
+                issue=cause.issue if isinstance(cause, _RequestFailed) else None,
             )
 
     try:

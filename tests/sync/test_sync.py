@@ -192,6 +192,14 @@ def test_failing_namespace_is_not_committed_and_keeps_its_data(
     assert query(
         warehouse, "select status from raw.sync_runs where namespace_company_id = ? order by synced_at", failing
     ) == [("success",), ("failed",)]
+    # the request that failed for good is a sync issue of this sync
+    failed_requests = query(
+        warehouse,
+        "select http_status from raw.sync_issues where namespace_company_id = ? and sync_id = ?",
+        failing,
+        result.sync_id,
+    )
+    assert failed_requests and all(status >= 500 for (status,) in failed_requests)
 
 
 def test_denied_questionnaire_is_a_sync_issue_and_ends_its_version(
