@@ -1,0 +1,776 @@
+"""Async HTTP client of the service: one typed method per endpoint.
+
+`ServiceClient` owns one pooled `httpx.AsyncClient` per run (use it as an async
+context manager). Every request goes through the same pipeline:
+
+1. a global `asyncio.Semaphore(max_concurrency)` is held for the attempt only,
+   never while waiting between retries (login and renewal requests bypass it, so
+   requests holding a slot while they wait for a new token cannot starve them);
+2. the current token is taken from the `TokenManager` at send time, once the
+   request holds its slot (login and renewal happen there, single-flight);
+3. the `AdaptiveThrottle` makes the request wait for any 429 cool-down and for the
+   rate limit (an `aiolimiter.AsyncLimiter`), which starts at
+   `requests_per_second` (None: unlimited) and adapts to 429s;
+4. a 401 is answered by retrying with the current token if the rejected one was
+   already replaced, else by one re-login (or renewal in token-only mode) and one
+   retry; a further 401 raises `AuthenticationError`;
+5. 403, 404, 400 and other 4xx raise `DeniedError`, `NotFoundError` and
+   `BadRequestError` at once; 408, 429, 5xx, timeouts, connection and protocol
+   errors and malformed bodies are retried by tenacity with full-jitter exponential
+   backoff (``Retry-After`` honoured on 429 and 503) up to `max_attempts`, then
+   raise `RequestFailedError`.
+
+List endpoints (5, 10) follow pagination if the service ever pages: a
+``Link: <url>; rel="next"`` header, or an object body ``{items|data|results,
+next|nextPage|links.next}``. Next links must stay on the service's origin; a
+repeated page or more than ``MAX_PAGES`` pages raises `ResponseFormatError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import email.utils
+import hashlib
+import ipaddress
+import logging
+import math
+import os
+import pathlib
+import secrets
+import ssl
+import time
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, NoReturn, Self, TypeVar
+from urllib.parse import quote
+
+import httpx
+import orjson
+from aiolimiter import AsyncLimiter
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity.wait import wait_random_exponential
+
+from . import settings as s
+from .auth import TokenManager, TokenStore
+from .errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConfigurationError,
+    DeniedError,
+    NotFoundError,
+    RequestFailedError,
+    ResponseFormatError,
+    ServiceError,
+    redact,
+)
+from .models import (
+    Company,
+    ConnectionDetail,
+    ConnectionEntry,
+    Document,
+    DocumentUrl,
+    FieldInformation,
+    Questionnaire,
+    UserInfo,
+    adapter,
+    split_page,
+    token_from_body,
+)
+
+__all__ = ["AdaptiveThrottle", "DownloadResult", "RequestStats", "ServiceClient"]
+
+logger = logging.getLogger("diligence.client")
+T = TypeVar("T")
+
+_BASIC, _BEARER, _GIVEN = "basic", "bearer", "given"
+_TRANSPORT_ERRORS = (httpx.TransportError, httpx.DecodingError)
+
+
+@dataclass
+class RequestStats:
+    """Counters of one client's traffic (attempts, not logical calls)."""
+
+    requests_sent: int = 0
+    responses_by_status: Counter[int] = field(default_factory=Counter)
+    retries: int = 0
+    throttled: int = 0  # 429 responses
+    transport_errors: int = 0
+    logins: int = 0
+    relogins: int = 0
+    renewals: int = 0
+    bytes_received: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counters as plain JSON-able values."""
+        data = dict(self.__dict__)
+        data["responses_by_status"] = {str(k): v for k, v in sorted(self.responses_by_status.items())}
+        return data
+
+
+@dataclass(frozen=True)
+class DownloadResult:
+    """A downloaded document: where it is, its size in bytes and its SHA-256."""
+
+    path: pathlib.Path
+    size: int
+    sha256: str
+    content_type: str | None
+
+
+class _Limiter(AsyncLimiter):
+    """An `AsyncLimiter` whose rate can change without losing its waiters. Its
+    bucket holds ``RATE_BURST_SECONDS`` worth of requests (at least one), enough to
+    absorb event-loop wake-up delays without allowing real bursts."""
+
+    def __init__(self, rate: float) -> None:
+        burst = max(1.0, rate * s.RATE_BURST_SECONDS)
+        super().__init__(burst, burst / rate)
+
+    def set_rate(self, rate: float) -> None:
+        burst = max(1.0, rate * s.RATE_BURST_SECONDS)
+        self.max_rate, self.time_period, self._rate_per_sec = burst, burst / rate, rate
+
+
+class AdaptiveThrottle:
+    """Shared pacing of all requests to the service: a 429 cool-down gate and an
+    adaptive rate limit.
+
+    A 429 closes the gate until its ``Retry-After`` deadline (1 s without one): no
+    request is sent before then. The first 429 of a burst (one sent after the last
+    slow-down) also lowers the rate to 0.9 x the requests the service accepted over
+    the last second, and remembers that count as the ceiling; with fewer than 5
+    accepted (too few to estimate a rate) it halves an existing limit instead, or
+    relies on the gate alone when there is none.
+
+    Each clean second (no 429) the rate grows 5 % up to 97 % of the ceiling and
+    holds there for 20 s; then it probes upwards, 1 % in the first second, doubling
+    each further clean second up to 25 %. Once 10 % above the ceiling the ceiling is
+    forgotten; without a ceiling growth starts at 5 % and doubles the same way. The
+    rate never exceeds `requests_per_second` when given.
+    """
+
+    def __init__(self, requests_per_second: float | None = None) -> None:
+        self.max_rate = requests_per_second
+        self.rate: float | None = requests_per_second
+        self.ceiling: float | None = None
+        self._limiter = _Limiter(requests_per_second) if requests_per_second else None
+        self._cooldown_until = 0.0
+        self._last_decrease = float("-inf")
+        self._clean_since: float | None = None
+        self._held_seconds = self._probe_steps = 0
+        self._hold_for = s.RATE_PROBE_AFTER_SECONDS
+        self._active_since = float("inf")
+        self._gate_failed_before = False
+        self._accepted: deque[float] = deque()
+
+    @staticmethod
+    def now() -> float:
+        """The event loop's monotonic clock."""
+        return asyncio.get_running_loop().time()
+
+    async def wait_turn(self) -> None:
+        """Wait until the gate is open and the rate limiter grants a slot."""
+        while True:
+            delay = self._cooldown_until - self.now()
+            if delay > 0:
+                await asyncio.sleep(delay)
+                continue
+            self._grow()
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            now = self.now()
+            if self._cooldown_until <= now:
+                if self._active_since > now or self._active_since < self._cooldown_until:
+                    self._active_since = now
+                return
+
+    def record(self, status_code: int, sent_at: float, retry_after: float | None) -> None:
+        """Account one response of a request sent at loop time `sent_at`."""
+        now = self.now()
+        while self._accepted and self._accepted[0] <= now - 1.0:
+            self._accepted.popleft()
+        if status_code != 429:
+            self._accepted.append(now)
+            return
+        pause = s.DEFAULT_COOLDOWN_WITHOUT_RETRY_AFTER if retry_after is None else retry_after
+        self._cooldown_until = max(self._cooldown_until, now + pause)
+        self._clean_since = self._cooldown_until
+        if sent_at < self._last_decrease:
+            return
+        observed = len(self._accepted)
+        if observed >= s.RATE_MIN_SAMPLE:
+            self.ceiling = float(observed)
+            full_window = now - self._active_since >= 1.0
+            self._hold_for = s.RATE_PROBE_AFTER_SECONDS if full_window else s.RATE_TENTATIVE_HOLD
+            new_rate = observed * s.RATE_DECREASE_FACTOR
+        elif self.rate:
+            new_rate = self.rate * 0.5
+        elif self._gate_failed_before:
+            new_rate = s.RATE_MIN_SAMPLE * s.RATE_DECREASE_FACTOR
+        else:
+            new_rate, self._gate_failed_before = None, True
+        if new_rate is not None:
+            new_rate = max(s.RATE_MIN, min(new_rate, self.rate or new_rate))
+            self._set_rate(new_rate)
+            logger.debug("429: rate limited to %.1f req/s (ceiling %s)", new_rate, self.ceiling)
+        self._last_decrease = now
+        self._held_seconds = self._probe_steps = 0
+
+    def _grow(self) -> None:
+        if self.rate is None or self._clean_since is None:
+            return
+        steps = int(self.now() - self._clean_since)
+        if steps < 1:
+            return
+        self._clean_since += steps
+        rate = self.rate
+        for _ in range(min(steps, 600)):
+            hold = self.ceiling * s.RATE_HOLD_FRACTION if self.ceiling else None
+            if hold is not None and rate < hold:
+                rate = min(rate * (1 + s.RATE_FAST_GROWTH), hold)
+            elif hold is not None and self._held_seconds < self._hold_for:
+                self._held_seconds += 1
+            else:
+                gentle = hold is not None and self._hold_for >= s.RATE_PROBE_AFTER_SECONDS
+                start = s.RATE_PROBE_GROWTH if gentle else s.RATE_FAST_GROWTH
+                rate *= 1 + min(start * 2**self._probe_steps, s.RATE_MAX_GROWTH)
+                self._probe_steps += 1
+            if self.ceiling and rate > self.ceiling * s.RATE_FORGET_CEILING_FACTOR:
+                self.ceiling = None
+        if self.max_rate:
+            rate = min(rate, self.max_rate)
+        if rate != self.rate:
+            self._set_rate(rate)
+
+    def _set_rate(self, rate: float) -> None:
+        self.rate = rate
+        if self._limiter is None:
+            self._limiter = _Limiter(rate)
+        else:
+            self._limiter.set_rate(rate)
+
+
+class _Retryable(Exception):
+    """One failed attempt that tenacity may retry; never escapes the client."""
+
+    def __init__(self, last_error: str, message: str, *, status_code: int | None = None,
+                 retry_after: float | None = None, cause: BaseException | None = None) -> None:
+        super().__init__(last_error)
+        self.last_error, self.message, self.status_code = last_error, message, status_code
+        self.retry_after, self.cause = retry_after, cause
+
+
+class ServiceClient:
+    """Typed async client of the service (endpoints 1-11 of the specification).
+
+    Credentials: `email` + `password` (login, re-login on 401), or `access_token`
+    alone (token-only: renewed before expiry and saved to `token_store`). Settings
+    are validated here and raise `ConfigurationError`; see the module docstring for
+    the request pipeline.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        email: str | None = None,
+        password: str | None = None,
+        access_token: str | None = None,
+        token_store: TokenStore | None = None,
+        max_concurrency: int = s.DEFAULT_MAX_CONCURRENCY,
+        requests_per_second: float | None = None,
+        request_timeout: float = s.DEFAULT_REQUEST_TIMEOUT,
+        max_attempts: int = s.DEFAULT_MAX_ATTEMPTS,
+        backoff_initial: float = s.DEFAULT_BACKOFF_INITIAL,
+        backoff_max: float = s.DEFAULT_BACKOFF_MAX,
+        renew_margin_seconds: float = s.DEFAULT_RENEW_MARGIN_SECONDS,
+        ca_bundle: str | None = None,
+        verify_tls: bool = True,
+        allow_insecure_http: bool = False,
+        transport: httpx.AsyncBaseTransport | None = None,
+        user_agent: str = s.USER_AGENT,
+    ) -> None:
+        self._base = _validate_base_url(base_url, allow_insecure_http)
+        self._allow_insecure_http = allow_insecure_http
+        if password and not email:
+            raise ConfigurationError("a password needs an email")
+        if not password and not access_token:
+            raise ConfigurationError("no credentials: set email and password, or access_token")
+        if max_concurrency < 1 or max_attempts < 1 or request_timeout <= 0:
+            raise ConfigurationError("max_concurrency, max_attempts and request_timeout must be positive")
+        if requests_per_second is not None and requests_per_second <= 0:
+            raise ConfigurationError("requests_per_second must be positive (or None)")
+        if backoff_initial < 0 or backoff_max < backoff_initial:
+            raise ConfigurationError("backoff needs 0 <= backoff_initial <= backoff_max")
+        self._verify = _tls_verify(ca_bundle, verify_tls)
+        self._password = password
+        self._access_token = access_token
+        self._basic = None
+        if email and password:
+            pair = f"{email}:{password}".encode()
+            self._basic = "Basic " + base64.b64encode(pair).decode("ascii")
+        self._max_concurrency = max_concurrency
+        self._timeout = request_timeout
+        self._max_attempts = max_attempts
+        self._jitter = wait_random_exponential(multiplier=backoff_initial, max=backoff_max)
+        self._transport = transport
+        self._user_agent = user_agent
+        self._semaphore = asyncio.Semaphore(max_concurrency)
+        self._http: httpx.AsyncClient | None = None
+        self.stats = RequestStats()
+        self.throttle = AdaptiveThrottle(requests_per_second)
+        self.tokens = TokenManager(
+            login=self._fetch_login if self._basic else None,
+            renew=self._fetch_renewal,
+            access_token=access_token,
+            store=token_store,
+            renew_margin_seconds=renew_margin_seconds,
+            on_event=self._count_auth_event,
+        )
+
+    def __repr__(self) -> str:
+        mode = "token-only" if self.tokens.token_only else "password"
+        return f"ServiceClient({self._base!r}, {mode})"
+
+    async def __aenter__(self) -> Self:
+        limits = httpx.Limits(max_connections=self._max_concurrency,
+                              max_keepalive_connections=self._max_concurrency)
+        self._http = httpx.AsyncClient(
+            transport=self._transport,
+            verify=self._verify,
+            timeout=httpx.Timeout(self._timeout),
+            limits=limits,
+            headers={"User-Agent": self._user_agent, s.ACCEPT_HEADER: "application/json"},
+            follow_redirects=False,
+        )
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    # Endpoints -------------------------------------------------------------------------
+
+    async def login(self) -> str:
+        """Endpoint 1: log in with email and password now; the token becomes current."""
+        return await self.tokens.login()
+
+    async def renew_token(self) -> str:
+        """Endpoint 2: renew the current token now (single-flight); returns the new one."""
+        return await self.tokens.renew()
+
+    async def user_info(self) -> UserInfo:
+        """Endpoint 3: the user's roles; sent without ``x-namespace``."""
+        return await self._get(s.USER_INFO_PATH, None, lambda r: UserInfo.model_validate(_json(r)))
+
+    async def company(self, namespace: str, company_id: str) -> Company:
+        """Endpoint 4: one company's details."""
+        path = s.COMPANY_PATH.format(company_id=_segment(company_id))
+        return await self._get(path, namespace, lambda r: Company.model_validate(_json(r)))
+
+    async def connections(self, namespace: str) -> list[ConnectionEntry]:
+        """Endpoint 5: every connection of the namespace (all pages)."""
+        return await self._get_list(s.CONNECTIONS_PATH, namespace, ConnectionEntry)
+
+    async def connection(self, namespace: str, company_id: str) -> ConnectionDetail:
+        """Endpoint 6: one connection with its reading rights."""
+        path = s.CONNECTION_PATH.format(company_id=_segment(company_id))
+        return await self._get(path, namespace, lambda r: ConnectionDetail.model_validate(_json(r)))
+
+    async def questionnaire(self, namespace: str, company_id: str, company_type_id: str) -> Questionnaire:
+        """Endpoint 7: a company's questionnaire for a company type, with answers."""
+        path = s.QUESTIONNAIRE_PATH.format(company_id=_segment(company_id),
+                                           company_type_id=_segment(company_type_id))
+        return await self._get(path, namespace, lambda r: Questionnaire.from_body(_json(r)))
+
+    async def template(self, namespace: str, company_type_id: str) -> Questionnaire:
+        """Endpoint 8: the questionnaire of a company type, without answers."""
+        path = s.TEMPLATE_PATH.format(company_type_id=_segment(company_type_id))
+        return await self._get(path, namespace, lambda r: Questionnaire.from_body(_json(r)))
+
+    async def field_information(self, namespace: str, company_id: str, field_id: str) -> FieldInformation:
+        """Endpoint 9: the answer of one field."""
+        path = s.FIELD_INFORMATION_PATH.format(company_id=_segment(company_id),
+                                               field_id=_segment(field_id))
+        return await self._get(path, namespace, lambda r: FieldInformation.model_validate(_json(r)))
+
+    async def documents(self, namespace: str, company_id: str, company_type_id: str) -> list[Document]:
+        """Endpoint 10: a company's documents under a company type (all pages)."""
+        path = s.DOCUMENTS_PATH.format(company_id=_segment(company_id),
+                                       company_type_id=_segment(company_type_id))
+        return await self._get_list(path, namespace, Document)
+
+    async def document_url(self, namespace: str, document_id: str) -> DocumentUrl:
+        """Endpoint 11: a temporary download URL of a document."""
+        path = s.DOCUMENT_URL_PATH.format(document_id=_segment(document_id))
+        return await self._get(path, namespace, lambda r: DocumentUrl.model_validate(_json(r)))
+
+    async def download(self, url: str, dest: pathlib.Path) -> DownloadResult:
+        """Stream a signed document URL to `dest` (temp file, then rename).
+
+        Sends no Authorization header; follows redirects; retried like any request.
+        The rate limit applies only when the URL is on the service's own origin.
+        """
+        target = _checked_download_url(url, self._allow_insecure_http)
+        path = _path_of(target)
+        limited = _origin(target) == _origin(httpx.URL(self._base))
+        dest = pathlib.Path(dest)
+        return await self._with_retries(
+            "GET", path, None, lambda attempt: self._download_once(target, path, dest, limited, attempt))
+
+    # Pipeline --------------------------------------------------------------------------
+
+    async def _get(self, path: str, namespace: str | None, parse: Callable[[httpx.Response], T]) -> T:
+        return await self._call("GET", self._base + path, namespace, _BEARER, parse)
+
+    async def _get_list(self, path: str, namespace: str, item_type: type[T]) -> list[T]:
+        items_adapter = adapter(list[item_type])  # type: ignore[valid-type]
+        url = self._base + path
+        seen: set[str] = set()
+        items: list[T] = []
+        for _ in range(s.MAX_PAGES):
+            seen.add(url)
+            page, next_link = await self._call(
+                "GET", url, namespace, _BEARER, lambda r: _parse_page(r, items_adapter))
+            items.extend(page)
+            if next_link is None:
+                return items
+            url = self._resolve_next(url, next_link, namespace)
+            if url in seen:
+                raise ResponseFormatError("pagination loop: a next link repeats a page already read",
+                                          method="GET", path=_path_of(httpx.URL(url)), namespace=namespace)
+        raise ResponseFormatError(f"more than {s.MAX_PAGES} pages", method="GET", path=path,
+                                  namespace=namespace)
+
+    async def _call(self, method: str, url: str, namespace: str | None, auth: str,
+                    parse: Callable[[httpx.Response], T], token: str | None = None) -> T:
+        path = _path_of(httpx.URL(url))
+
+        async def once(attempt: int) -> T:
+            response = await self._attempt(method, url, path, namespace, auth, token, attempt)
+            try:
+                return parse(response)
+            except (ValueError, TypeError, KeyError) as exc:
+                error = ResponseFormatError(f"{type(exc).__name__}: {exc}", method=method, path=path,
+                                            namespace=namespace, status_code=response.status_code,
+                                            secrets=self._secrets())
+                raise _Retryable("ResponseFormatError", error.message,
+                                 status_code=response.status_code, cause=error) from None
+
+        return await self._with_retries(method, path, namespace, once)
+
+    async def _with_retries(self, method: str, path: str, namespace: str | None,
+                            once: Callable[[int], Awaitable[T]]) -> T:
+        """Run `once(attempt_number)` under the retry policy; exhausted -> RequestFailedError."""
+        attempts = 0
+        try:
+            async for attempt in self._retrying():
+                with attempt:
+                    attempts += 1
+                    return await once(attempts)
+        except _Retryable as exc:
+            raise RequestFailedError(exc.message, method=method, path=path, namespace=namespace,
+                                     status_code=exc.status_code, attempts=attempts,
+                                     last_error=exc.last_error, secrets=self._secrets()) from exc.cause
+        raise AssertionError("unreachable")
+
+    async def _attempt(self, method: str, url: str, path: str, namespace: str | None, auth: str,
+                       token: str | None, attempt: int) -> httpx.Response:
+        """One attempt, including the 401 handling of module docstring step 4."""
+        relogged = False
+        for _ in range(s.MAX_STALE_TOKEN_RETRIES + 2):
+            headers = {s.NAMESPACE_HEADER: s.NAMESPACE_VALUE.format(company_id=_header_id(namespace))} \
+                if namespace is not None else {}
+            if auth == _BASIC:
+                headers[s.AUTHORIZATION_HEADER] = self._basic or ""
+            elif auth == _GIVEN and token is not None:
+                headers[s.AUTHORIZATION_HEADER] = f"Bearer {token}"
+            response, sent_token = await self._send(method, url, path, headers, attempt,
+                                                    bearer=auth == _BEARER)
+            if response.status_code == 401 and auth == _BEARER and sent_token is not None:
+                if relogged and self.tokens.is_current(sent_token):
+                    raise self._error(AuthenticationError, response, method, path, namespace,
+                                      "still unauthorized (401) after logging in again")
+                relogged = await self.tokens.recover(sent_token) or relogged
+                continue
+            if auth in (_BASIC, _GIVEN) and response.status_code in (401, 403):
+                what = "login" if auth == _BASIC else "token renewal"
+                raise self._error(AuthenticationError, response, method, path, namespace,
+                                  f"{what} rejected; check the credentials")
+            self._check_status(response, method, path, namespace)
+            return response
+        raise AuthenticationError("the token kept being replaced while retrying", method=method,
+                                  path=path, namespace=namespace, status_code=401)
+
+    async def _send(self, method: str, url: str, path: str, headers: dict[str, str],
+                    attempt: int, *, bearer: bool) -> tuple[httpx.Response, str | None]:
+        """Send one request; returns the response and the bearer token it carried.
+
+        A bearer request takes its token only once it holds a concurrency slot and its
+        turn of the rate limit, right before it goes out: a token read earlier may
+        have expired or been renewed while the request queued. Login and renewal
+        requests (not `bearer`) don't queue for a slot, since queued requests may be
+        waiting for exactly that renewal.
+        """
+        if self._http is None:
+            raise ConfigurationError("use the client inside 'async with ServiceClient(...)'")
+        sent_token: str | None = None
+        async with self._semaphore if bearer else contextlib.nullcontext():
+            await self.throttle.wait_turn()
+            if bearer:
+                sent_token = await self.tokens.get()
+                headers = {**headers, s.AUTHORIZATION_HEADER: f"Bearer {sent_token}"}
+            sent_at = self.throttle.now()
+            self.stats.requests_sent += 1
+            try:
+                response = await self._http.request(method, url, headers=headers)
+            except _TRANSPORT_ERRORS as exc:
+                self._transport_failed(method, path, attempt, exc)
+            retry_after = _retry_after(response) if response.status_code == 429 else None
+            self.throttle.record(response.status_code, sent_at, retry_after)
+        self._count_response(method, path, attempt, response.status_code, len(response.content))
+        return response, sent_token
+
+    async def _download_once(self, url: httpx.URL, path: str, dest: pathlib.Path,
+                             limited: bool, attempt: int) -> DownloadResult:
+        if self._http is None:
+            raise ConfigurationError("use the client inside 'async with ServiceClient(...)'")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(6)}.part")
+        try:
+            async with self._semaphore:
+                if limited:
+                    await self.throttle.wait_turn()
+                sent_at = self.throttle.now()
+                self.stats.requests_sent += 1
+                try:
+                    async with self._http.stream("GET", url, headers={s.ACCEPT_HEADER: "*/*"},
+                                                 follow_redirects=True) as response:
+                        if limited:
+                            self.throttle.record(response.status_code, sent_at, _retry_after(response))
+                        if response.status_code >= 300:
+                            await response.aread()
+                            self._count_response("GET", path, attempt, response.status_code, 0)
+                            self._check_status(response, "GET", path, None)
+                        digest, size = hashlib.sha256(), 0
+                        with tmp.open("wb") as handle:
+                            async for chunk in response.aiter_bytes(s.DOWNLOAD_CHUNK_SIZE):
+                                handle.write(chunk)
+                                digest.update(chunk)
+                                size += len(chunk)
+                        content_type = response.headers.get("content-type")
+                        status = response.status_code
+                except _TRANSPORT_ERRORS as exc:
+                    self._transport_failed("GET", path, attempt, exc)
+            self._count_response("GET", path, attempt, status, size)
+            os.replace(tmp, dest)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        return DownloadResult(path=dest, size=size, sha256=digest.hexdigest(), content_type=content_type)
+
+    def _check_status(self, response: httpx.Response, method: str, path: str,
+                      namespace: str | None) -> None:
+        code = response.status_code
+        if 200 <= code < 300:
+            return
+        if code in s.RETRYABLE_STATUS_CODES or code >= 500:
+            retry_after = _retry_after(response) if code in s.RETRY_AFTER_STATUS_CODES else None
+            raise _Retryable(f"HTTP {code}", redact(_text(response), self._secrets()),
+                             status_code=code, retry_after=retry_after)
+        kind: type[ServiceError] = {401: AuthenticationError, 403: DeniedError,
+                                    404: NotFoundError}.get(code, BadRequestError)
+        raise self._error(kind, response, method, path, namespace, "")
+
+    def _error(self, kind: type[ServiceError], response: httpx.Response, method: str, path: str,
+               namespace: str | None, prefix: str) -> ServiceError:
+        text = _text(response)
+        message = f"{prefix}: {text}" if prefix and text else prefix or text
+        return kind(message, method=method, path=path, namespace=namespace,
+                    status_code=response.status_code, secrets=self._secrets())
+
+    def _resolve_next(self, current: str, link: str, namespace: str | None) -> str:
+        target = httpx.URL(current).join(link)
+        if _origin(target) != _origin(httpx.URL(self._base)):
+            raise ResponseFormatError("a pagination link leaves the service's origin; not followed",
+                                      method="GET", path=_path_of(httpx.URL(current)),
+                                      namespace=namespace)
+        return str(target)
+
+    def _retrying(self) -> AsyncRetrying:
+        return AsyncRetrying(stop=stop_after_attempt(self._max_attempts), wait=self._wait,
+                             retry=retry_if_exception_type(_Retryable), reraise=True,
+                             before_sleep=self._before_sleep)
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        retry_after = exc.retry_after if isinstance(exc, _Retryable) else None
+        return max(retry_after or 0.0, self._jitter(state))
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        self.stats.retries += 1
+        exc = state.outcome.exception() if state.outcome else None
+        reason = exc.last_error if isinstance(exc, _Retryable) else type(exc).__name__
+        wait = state.next_action.sleep if state.next_action else 0.0
+        logger.debug("retry %d/%d after %s in %.3fs", state.attempt_number + 1,
+                     self._max_attempts, reason, wait)
+
+    def _transport_failed(self, method: str, path: str, attempt: int, exc: Exception) -> NoReturn:
+        self.stats.transport_errors += 1
+        logger.debug("%s %s -> %s (attempt %d)", method, path, type(exc).__name__, attempt)
+        raise _Retryable(type(exc).__name__, redact(str(exc), self._secrets()), cause=exc) from None
+
+    def _count_response(self, method: str, path: str, attempt: int, status: int, size: int) -> None:
+        self.stats.responses_by_status[status] += 1
+        self.stats.bytes_received += size
+        if status == 429:
+            self.stats.throttled += 1
+        logger.debug("%s %s -> %d (attempt %d)", method, path, status, attempt)
+
+    def _count_auth_event(self, event: str) -> None:
+        if event == "login":
+            self.stats.logins += 1
+        elif event == "relogin":
+            self.stats.relogins += 1
+        elif event == "renewal":
+            self.stats.renewals += 1
+
+    def _secrets(self) -> list[str | None]:
+        encoded = self._basic.split(" ", 1)[1] if self._basic else None
+        return [self._password, self._access_token, encoded, *self.tokens.known]
+
+    async def _fetch_login(self) -> str:
+        return await self._call("POST", self._base + s.LOGIN_PATH, None, _BASIC, _parse_token)
+
+    async def _fetch_renewal(self, token: str) -> str:
+        return await self._call("GET", self._base + s.RENEW_TOKEN_PATH, None, _GIVEN, _parse_token,
+                                token=token)
+
+
+# Helpers -------------------------------------------------------------------------------
+
+
+def _validate_base_url(base_url: str, allow_insecure_http: bool) -> str:
+    """Return `base_url` without a trailing slash, or raise `ConfigurationError`.
+
+    The URL itself is never echoed: it might carry credentials.
+    """
+    try:
+        url = httpx.URL(base_url.strip())
+    except (httpx.InvalidURL, TypeError):
+        raise ConfigurationError("base_url is not a valid URL") from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigurationError("base_url must be an absolute http(s) URL")
+    if url.userinfo:
+        raise ConfigurationError("base_url must not contain credentials; "
+                                 "set email and password (or access_token) instead")
+    if url.query or url.fragment:
+        raise ConfigurationError("base_url must not contain a query string or fragment")
+    if url.scheme == "http" and not allow_insecure_http and not _is_loopback(url.host):
+        raise ConfigurationError(f"refusing plain http to non-loopback host {url.host!r}: "
+                                 "use https, or set allow_insecure_http=True")
+    return str(url.copy_with(path=url.path.rstrip("/") or "/")).rstrip("/")
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _tls_verify(ca_bundle: str | None, verify_tls: bool) -> ssl.SSLContext | bool:
+    if ca_bundle is not None:
+        if not verify_tls:
+            raise ConfigurationError("ca_bundle and verify_tls=False contradict each other")
+        try:
+            return ssl.create_default_context(cafile=ca_bundle)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigurationError(f"cannot load ca_bundle {ca_bundle!r}: {exc}") from None
+    return verify_tls
+
+
+def _checked_download_url(url: str, allow_insecure_http: bool) -> httpx.URL:
+    try:
+        target = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        target = None
+    if target is None or target.scheme not in ("http", "https") or not target.host:
+        raise ResponseFormatError("the document URL is not an absolute http(s) URL",
+                                  method="GET", path="<document url>")
+    if target.scheme == "http" and not allow_insecure_http and not _is_loopback(target.host):
+        raise ResponseFormatError("refusing to download over plain http from a non-loopback host",
+                                  method="GET", path=_path_of(target))
+    return target
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    default = {"http": 80, "https": 443}.get(url.scheme)
+    return url.scheme, url.host.lower(), url.port or default
+
+
+def _path_of(url: httpx.URL) -> str:
+    return url.raw_path.split(b"?", 1)[0].decode("ascii", "replace")
+
+
+def _segment(value: str) -> str:
+    """URL-quote one path identifier (every reserved character, including ``/``)."""
+    if not isinstance(value, str) or not value:
+        raise ValueError("an identifier must be a non-empty string")
+    return quote(value, safe="")
+
+
+def _header_id(value: str | None) -> str:
+    if not isinstance(value, str) or not value or any(ch in value for ch in "\r\n\0"):
+        raise ValueError("a namespace must be a non-empty company id")
+    return value
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (seconds or HTTP-date), clamped."""
+    value = response.headers.get(s.RETRY_AFTER_HEADER)
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        seconds = when.timestamp() - time.time()
+    if math.isnan(seconds):
+        return None
+    return min(max(seconds, 0.0), s.MAX_RETRY_AFTER)
+
+
+def _text(response: httpx.Response) -> str:
+    try:
+        return response.text[: s.MESSAGE_MAX_CHARS * 2]
+    except (UnicodeDecodeError, LookupError, httpx.ResponseNotRead):
+        return ""
+
+
+def _json(response: httpx.Response) -> Any:
+    return orjson.loads(response.content)
+
+
+def _parse_token(response: httpx.Response) -> str:
+    try:
+        body = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        body = response.text
+    return token_from_body(body)
+
+
+def _parse_page(response: httpx.Response, items_adapter: Any) -> tuple[list[Any], str | None]:
+    items, next_link = split_page(_json(response))
+    return items_adapter.validate_python(items), next_link or response.links.get("next", {}).get("url")

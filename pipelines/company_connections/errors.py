@@ -1,0 +1,185 @@
+"""Exceptions raised by the service client.
+
+The tree::
+
+    DiligenceError                 base of everything raised on purpose
+    ├── ConfigurationError         bad settings (base_url, credentials, TLS); raised before any request
+    └── ServiceError               a request to the service (or a download) did not succeed
+        ├── AuthenticationError    login rejected, or a 401 that one re-login / renewal could not fix
+        ├── DeniedError            403: authoritative, not retried
+        ├── NotFoundError          404: authoritative, not retried
+        ├── BadRequestError        400 or another non-retryable status (other 4xx, 3xx); not retried
+        ├── RequestFailedError     still failing after every attempt (5xx, 429, timeouts,
+        │                          connection errors, malformed bodies); carries `.attempts`
+        └── ResponseFormatError    a body that cannot be used: unparseable JSON, missing keys,
+                                   a pagination loop; the cause of a RequestFailedError when
+                                   the last attempt failed that way
+
+`DeniedError` and `NotFoundError` are the service's answer; every other
+`ServiceError` means "this could not be read" and must never be taken as absence.
+
+Every `ServiceError` carries `.method`, `.path` (no query string), `.namespace`,
+`.status_code` (None when no response came) and `.message` (at most
+``MESSAGE_MAX_CHARS`` characters of response text or exception text). Messages are
+passed through `redact` before they are stored, so str(), repr() and log lines
+never contain a password, a token or an Authorization header value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from .settings import MESSAGE_MAX_CHARS
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "ConfigurationError",
+    "DeniedError",
+    "DiligenceError",
+    "NotFoundError",
+    "RequestFailedError",
+    "ResponseFormatError",
+    "ServiceError",
+    "redact",
+]
+
+_REDACTED = "***"
+_JWT_PATTERN = re.compile(r"eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*")
+_AUTH_SCHEME_PATTERN = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
+_TOKEN_KV_PATTERN = re.compile(
+    r"""(["']?(?:token|access_?token|accessToken|jwt|password|authorization)["']?\s*[:=]\s*["']?)"""
+    r"""[^"'\s,}]+""",
+    re.IGNORECASE,
+)
+
+
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """Return `text` with known secrets and anything token-shaped replaced by ``***``.
+
+    Removes each non-empty string of `secrets` verbatim, JWTs, ``Bearer``/``Basic``
+    credentials, and values of ``token``/``password``/``authorization`` keys.
+    """
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, _REDACTED)
+    text = _JWT_PATTERN.sub(_REDACTED, text)
+    text = _AUTH_SCHEME_PATTERN.sub(lambda m: f"{m.group(1)} {_REDACTED}", text)
+    return _TOKEN_KV_PATTERN.sub(lambda m: f"{m.group(1)}{_REDACTED}", text)
+
+
+def trim(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
+    """Collapse whitespace and cut `text` to `limit` characters (with an ellipsis)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class DiligenceError(Exception):
+    """Base class of every exception this package raises on purpose."""
+
+
+class ConfigurationError(DiligenceError):
+    """The client was configured in a way that cannot work or is unsafe."""
+
+
+class ServiceError(DiligenceError):
+    """A request to the service did not give a usable answer.
+
+    Attributes: `method`, `path` (without query), `namespace` (company id or None),
+    `status_code` (None if no response arrived), `message` (trimmed, redacted).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str,
+        path: str,
+        namespace: str | None = None,
+        status_code: int | None = None,
+        secrets: Iterable[str | None] = (),
+    ) -> None:
+        self.method = method
+        self.path = path.split("?", 1)[0]
+        self.namespace = namespace
+        self.status_code = status_code
+        self.message = trim(redact(message, secrets))
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        where = f"{self.method} {self.path}"
+        if self.namespace:
+            where += f" [namespace {self.namespace}]"
+        status = f"HTTP {self.status_code}" if self.status_code is not None else "no response"
+        text = f"{where}: {status}"
+        return f"{text}: {self.message}" if self.message else text
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild, (type(self), self.__dict__.copy()))
+
+
+def _rebuild(cls: type[ServiceError], state: dict[str, object]) -> ServiceError:
+    error = cls.__new__(cls)
+    error.__dict__.update(state)
+    Exception.__init__(error, error._describe())
+    return error
+
+
+class AuthenticationError(ServiceError):
+    """Login was rejected, or a 401 persisted after one re-login or renewal."""
+
+
+class DeniedError(ServiceError):
+    """The service answered 403: the caller may not read this resource."""
+
+
+class NotFoundError(ServiceError):
+    """The service answered 404: the resource does not exist for this caller."""
+
+
+class BadRequestError(ServiceError):
+    """The service answered 400, another non-retryable 4xx, or an unexpected status."""
+
+
+class ResponseFormatError(ServiceError):
+    """The response body could not be parsed or lacks required keys, or paging looped."""
+
+
+class RequestFailedError(ServiceError):
+    """The request still failed after all attempts.
+
+    `last_error` is ``"HTTP <status>"`` or the name of the last exception (for
+    example ``"ReadTimeout"`` or ``"ResponseFormatError"``); `attempts` is how many
+    attempts were made.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str,
+        path: str,
+        namespace: str | None = None,
+        status_code: int | None = None,
+        attempts: int,
+        last_error: str,
+        secrets: Iterable[str | None] = (),
+    ) -> None:
+        self.attempts = attempts
+        self.last_error = last_error
+        super().__init__(
+            message,
+            method=method,
+            path=path,
+            namespace=namespace,
+            status_code=status_code,
+            secrets=secrets,
+        )
+
+    def _describe(self) -> str:
+        where = f"{self.method} {self.path}"
+        if self.namespace:
+            where += f" [namespace {self.namespace}]"
+        text = f"{where} failed after {self.attempts} attempt(s); last error: {self.last_error}"
+        return f"{text}: {self.message}" if self.message else text

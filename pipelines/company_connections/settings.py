@@ -1,0 +1,74 @@
+"""Constants of the service client: endpoint paths, header names and defaults.
+
+Paths are format strings relative to ``base_url``; the client URL-quotes every
+substituted identifier before formatting. Nothing here reads the environment.
+"""
+
+from __future__ import annotations
+
+# Endpoints (numbers as in the service specification).
+LOGIN_PATH = "/api/auth"  # 1  POST, Basic auth
+RENEW_TOKEN_PATH = "/api/auth/token"  # 2  GET, Bearer (current token)
+USER_INFO_PATH = "/api/auth/user-info"  # 3
+COMPANY_PATH = "/api/companies/{company_id}"  # 4
+CONNECTIONS_PATH = "/api/companies/connections"  # 5  (list)
+CONNECTION_PATH = "/api/companies/connections/{company_id}"  # 6
+QUESTIONNAIRE_PATH = "/api/companies/{company_id}/type/{company_type_id}/questionnaires"  # 7
+TEMPLATE_PATH = "/api/company-type/{company_type_id}/questionnaires"  # 8
+FIELD_INFORMATION_PATH = "/api/companies/{company_id}/field/{field_id}/information"  # 9
+DOCUMENTS_PATH = "/api/companies/{company_id}/company-types/{company_type_id}/documents"  # 10 (list)
+DOCUMENT_URL_PATH = "/api/documents/{document_id}/url"  # 11
+
+# Headers.
+AUTHORIZATION_HEADER = "Authorization"
+NAMESPACE_HEADER = "x-namespace"
+NAMESPACE_VALUE = "/api/company/{company_id}"
+RETRY_AFTER_HEADER = "Retry-After"
+ACCEPT_HEADER = "Accept"
+USER_AGENT = "diligence-warehouse/0.1 (python-httpx)"
+
+# Keys accepted in a login or renewal response body, in order of preference.
+TOKEN_KEYS = ("token", "accessToken", "access_token", "jwt")
+
+# Keys of a paged object body: where the items are, and where the next link is.
+PAGE_ITEM_KEYS = ("items", "data", "results")
+PAGE_NEXT_KEYS = ("next", "nextPage")
+MAX_PAGES = 1000
+
+# Concurrency, rate and retry defaults.
+DEFAULT_MAX_CONCURRENCY = 16
+DEFAULT_REQUEST_TIMEOUT = 30.0
+DEFAULT_MAX_ATTEMPTS = 6
+DEFAULT_BACKOFF_INITIAL = 0.25
+DEFAULT_BACKOFF_MAX = 30.0
+DEFAULT_COOLDOWN_WITHOUT_RETRY_AFTER = 1.0  # a 429 without Retry-After pauses everyone this long
+MAX_RETRY_AFTER = 300.0  # a longer Retry-After is clamped to this
+RETRYABLE_STATUS_CODES = frozenset({408, 429, 500, 502, 503, 504})
+RETRY_AFTER_STATUS_CODES = frozenset({429, 503})
+
+# Adaptive rate after a 429 (see client.AdaptiveThrottle).
+RATE_DECREASE_FACTOR = 0.9  # new rate = accepted requests over the last second x this
+RATE_HOLD_FRACTION = 0.97  # fast growth stops at this fraction of the observed ceiling
+RATE_FAST_GROWTH = 0.05  # per clean second, below the hold level
+RATE_PROBE_GROWTH = 0.01  # first clean second above the hold level; doubles each second
+RATE_MAX_GROWTH = 0.25  # growth per clean second never exceeds this
+RATE_PROBE_AFTER_SECONDS = 20  # clean seconds at the hold level before probing upwards
+RATE_TENTATIVE_HOLD = 0  # the same, for a ceiling measured over less than 1 s of traffic
+RATE_FORGET_CEILING_FACTOR = 1.1  # above ceiling x this without a 429, the ceiling is stale
+RATE_MIN_SAMPLE = 5  # accepted requests in the last second needed to estimate a rate
+RATE_MIN = 0.5  # requests per second; the adaptive rate never drops below this
+RATE_BURST_SECONDS = 0.05  # the limiter's bucket holds this many seconds' worth (at least 1)
+
+# Authentication.
+DEFAULT_RENEW_MARGIN_SECONDS = 3600.0
+DEFAULT_TOKEN_LIFETIME_SECONDS = 7 * 24 * 3600.0  # used when a token carries no `exp`
+RENEW_MARGIN_FRACTION = 0.25  # margin never exceeds this fraction of the token's lifetime
+RENEW_RETRY_SECONDS = 60.0  # after a failed (non-401) renewal, keep the token this long
+MAX_STALE_TOKEN_RETRIES = 3  # 401s answered by retrying with an already replaced token
+DEFAULT_TOKEN_FILE = "data/.access_token"
+
+# Error messages are trimmed to this many characters of response text.
+MESSAGE_MAX_CHARS = 300
+
+# Downloads.
+DOWNLOAD_CHUNK_SIZE = 64 * 1024

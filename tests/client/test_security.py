@@ -1,0 +1,95 @@
+"""Unsafe settings are refused, and secrets never leak into errors, reprs or logs."""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+import pytest
+
+from pipelines.company_connections.client import ServiceClient
+from pipelines.company_connections.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    RequestFailedError,
+    ServiceError,
+    redact,
+)
+
+from .fakes import EMAIL, PASSWORD, FakeService, make_jwt, sequence
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("url", [
+    "http://service.example.com", "http://10.0.0.5:8080", "http://[2001:db8::1]/",
+])
+def test_plain_http_to_a_remote_host_is_refused(url: str) -> None:
+    with pytest.raises(ConfigurationError, match="allow_insecure_http"):
+        ServiceClient(url, email=EMAIL, password=PASSWORD)
+    ServiceClient(url, email=EMAIL, password=PASSWORD, allow_insecure_http=True)
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:8765", "http://127.10.0.3", "http://localhost:8000/", "http://[::1]:9000",
+    "https://service.example.com",
+])
+def test_loopback_http_and_https_are_allowed(url: str) -> None:
+    ServiceClient(url, email=EMAIL, password=PASSWORD)
+
+
+@pytest.mark.parametrize(("url", "match"), [
+    ("ftp://service.example.com", "http"),
+    ("service.example.com", "http"),
+    (f"https://{EMAIL.replace('@', '%40')}:{PASSWORD}@service.example.com", "credentials"),
+    ("https://service.example.com/?api_key=abc", "query"),
+])
+def test_bad_base_urls(url: str, match: str) -> None:
+    with pytest.raises(ConfigurationError, match=match) as info:
+        ServiceClient(url, email=EMAIL, password=PASSWORD)
+    assert PASSWORD not in str(info.value)
+
+
+def test_credentials_and_tls_settings() -> None:
+    with pytest.raises(ConfigurationError, match="no credentials"):
+        ServiceClient("https://s.test")
+    with pytest.raises(ConfigurationError, match="needs an email"):
+        ServiceClient("https://s.test", password=PASSWORD)
+    with pytest.raises(ConfigurationError, match="ca_bundle"):
+        ServiceClient("https://s.test", access_token="t", ca_bundle="/nonexistent/ca.pem")
+    assert ServiceClient("https://s.test", access_token="t")._verify is True
+    assert ServiceClient("https://s.test", access_token="t", verify_tls=False)._verify is False
+
+
+async def test_secrets_never_appear_in_errors_reprs_or_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    token = make_jwt()
+    service = FakeService()
+    service.issue(token)
+    # error bodies that echo secrets back, as careless services do
+    echo = f"bad request from {EMAIL} password={PASSWORD} Authorization: Bearer {token}"
+    service.route("GET", "/api/companies/c-1", sequence(httpx.Response(500, text=echo)))
+    service.route("GET", "/api/companies/c-2", lambda r: httpx.Response(401, text=echo))
+    errors: list[ServiceError] = []
+    async with service.client(access_token=token, max_attempts=2) as client:
+        for company in ("c-1", "c-2"):
+            with pytest.raises(ServiceError) as info:
+                await client.company("ns", company)
+            errors.append(info.value)
+        texts = [repr(client), repr(client.tokens), repr(client.stats)]
+    assert isinstance(errors[0], RequestFailedError)
+    assert isinstance(errors[1], AuthenticationError)
+    texts += [str(e) for e in errors] + [repr(e) for e in errors] + [e.message for e in errors]
+    texts += [str(e.__cause__) for e in errors if e.__cause__]
+    texts.append(caplog.text)
+    current = client.tokens.current
+    for text in texts:
+        for secret in (PASSWORD, token, current, "Basic "):
+            assert secret not in text, (secret, text)
+    assert "***" in str(errors[0])
+
+
+def test_redact_patterns() -> None:
+    jwt_text = make_jwt()
+    text = redact(f'{{"token": "abc.def", "jwt": "{jwt_text}"}} Basic dXNlcjpwYXNz x', ["zzz"])
+    assert "abc.def" not in text and jwt_text not in text and "dXNlcjpwYXNz" not in text
