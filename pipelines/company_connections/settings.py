@@ -46,7 +46,7 @@ MAX_RETRY_AFTER = 300.0  # a longer Retry-After is clamped to this
 RETRYABLE_STATUS_CODES = frozenset({408, 429, 500, 502, 503, 504})
 RETRY_AFTER_STATUS_CODES = frozenset({429, 503})
 
-# Adaptive rate after a 429 (see client.AdaptiveThrottle).
+# Adaptive rate after a 429 (see limits.AdaptiveThrottle).
 RATE_DECREASE_FACTOR = 0.9  # new rate = accepted requests over the last second x this
 RATE_HOLD_FRACTION = 0.97  # fast growth stops at this fraction of the observed ceiling
 RATE_FAST_GROWTH = 0.05  # per clean second, below the hold level

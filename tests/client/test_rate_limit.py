@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from pipelines.company_connections.client import AdaptiveThrottle, ServiceClient
+from pipelines.company_connections.client import ServiceClient
+from pipelines.company_connections.limits import AdaptiveThrottle
 
 from .loopback import LoopbackServer, RateLimitedService
 
