@@ -392,6 +392,44 @@ def status(warehouse: WarehouseOption = DEFAULT_WAREHOUSE) -> None:
     render_status(warehouse, out)
 
 
+@app.command()
+@handle_errors
+def schedule(
+    cron: Annotated[
+        str | None, typer.Option(help="Cron of the runs (default: config schedule.cron, 0 6 * * *).")
+    ] = None,
+    timezone: Annotated[
+        str | None, typer.Option(help="IANA time zone of the cron (default: config schedule.timezone, UTC).")
+    ] = None,
+    warehouse: Annotated[
+        Path | None, typer.Option("--warehouse", "-w", help="Warehouse the runs write.")
+    ] = None,
+    reports_dir: Annotated[
+        Path | None, typer.Option(help="Folder for the dated report folders.")
+    ] = None,
+    namespace: Annotated[
+        list[str] | None, typer.Option("--namespace", "-n", help="Company ID to sync; repeat for several.")
+    ] = None,
+) -> None:
+    """Serve the Prefect flow company-connections-sync on its cron schedule (no work pool).
+
+    Registers the deployment company-connections-sync/company-connections-scheduled with
+    the Prefect API in PREFECT_API_URL and runs each scheduled run here, one at a time,
+    until stopped with Ctrl+C.
+    """
+    from flows.serve import schedule_settings, serve_schedule
+
+    cron, timezone = schedule_settings(cron, timezone)
+    err.print(f"serving company-connections-sync on '{cron}' ({timezone}); Ctrl+C stops", highlight=False)
+    serve_schedule(
+        cron,
+        timezone,
+        warehouse=str(warehouse) if warehouse else None,
+        reports_dir=str(reports_dir) if reports_dir else None,
+        namespaces=namespace or None,
+    )
+
+
 def run() -> None:  # pragma: no cover - console entry point alias
     app(prog_name="diligence")
 

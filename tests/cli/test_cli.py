@@ -17,7 +17,7 @@ import pytest
 from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 DILIGENCE = [sys.executable, "-m", "diligence"]
-COMMANDS = ["sync", "models", "export", "sandbox", "demo", "status"]
+COMMANDS = ["sync", "models", "export", "sandbox", "demo", "status", "schedule"]
 SECRET = "s3cret-Pa55word-for-tests"
 
 pytestmark = pytest.mark.slow

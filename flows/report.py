@@ -1,0 +1,133 @@
+"""What a run publishes: the markdown summary and the expiring-documents table.
+
+Pure functions over the results of the steps (and one read-only query), so they are
+tested without Prefect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from diligence.checks import CheckResult
+from diligence.export import ExportedFile
+from diligence.sync import NamespaceOutcome
+
+#: The table artifact lists at most this many documents, most urgent first.
+MAX_DOCUMENT_ROWS = 500
+
+EXPIRING_DOCUMENTS_SQL = """
+select
+    namespace_company_id,
+    company_id,
+    company_name,
+    company_type_id,
+    document_id,
+    document_name,
+    category,
+    type,
+    expiration_date,
+    days_until_expiry,
+    expiry_status
+from analytics.document_expiry
+where expiry_status in ('expired', 'expiring')
+order by days_until_expiry, namespace_company_id, company_id, company_type_id, document_id
+"""
+
+
+def _cell(text: object) -> str:
+    """Text safe inside a markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def summary_markdown(
+    outcomes: Sequence[NamespaceOutcome],
+    *,
+    row_counts: dict[str, int],
+    checks: Sequence[CheckResult],
+    exported: Sequence[ExportedFile],
+    published: Path | None = None,
+) -> str:
+    """The run summary: per namespace requests, rows, sync issues, duration and status;
+    then the analytics row counts, the data checks, the analysts' copy and the reports."""
+    loaded = [o for o in outcomes if o.status == "success"]
+    failed = [o for o in outcomes if o.status != "success"]
+    lines = [
+        "# company-connections sync",
+        "",
+        (
+            f"{len(loaded)} of {_plural(len(outcomes), 'namespace')} loaded, "
+            f"{_plural(sum(o.requests for o in outcomes), 'request')}, "
+            f"{_plural(sum(o.rows for o in outcomes), 'row')}, "
+            f"{_plural(sum(o.issues for o in outcomes), 'sync issue')}."
+        ),
+        "",
+        "| namespace | status | requests | rows | sync issues | duration |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| `{_cell(o.namespace_company_id)}` | {'loaded' if o.status == 'success' else '**failed**'}"
+        f" | {o.requests} | {o.rows} | {o.issues} | {o.duration_seconds:.1f} s |"
+        for o in outcomes
+    ]
+    if failed:
+        lines += ["", "**Not loaded** (their previous data is kept):", ""]
+        lines += [f"- `{o.namespace_company_id}`: {_cell(o.error or 'failed')}" for o in failed]
+    if any(o.issues for o in outcomes):
+        lines += [
+            "",
+            "Sync issues are denied (403) or missing (404) items: see `analytics.sync_issues`.",
+        ]
+
+    lines += ["", "## analytics", "", "| table | rows |", "|---|---:|"]
+    lines += [f"| `{table}` | {rows} |" for table, rows in row_counts.items()]
+
+    failing = [c for c in checks if c.failing_rows]
+    lines += ["", "## data checks", ""]
+    if failing:
+        lines.append(f"{len(failing)} of {_plural(len(checks), 'check')} failed:")
+        lines += ["", *(f"- `{c.name}`: {_plural(c.failing_rows, 'row')}" for c in failing)]
+    else:
+        lines.append(f"all {_plural(len(checks), 'check')} passed")
+    lines += [
+        "",
+        f"Analysts' copy: `{published}`"
+        if published
+        else "Analysts' copy: not replaced (it keeps the last build that passed its checks)",
+    ]
+
+    lines += ["", "## reports", ""]
+    folders = sorted({str(f.path.parent) for f in exported})
+    if folders:
+        lines.append("in " + ", ".join(f"`{folder}/`" for folder in folders) + ":")
+        lines += ["", *(f"- `{f.path.name}` ({_plural(f.rows, 'row')})" for f in exported)]
+    else:
+        lines.append("none written")
+    return "\n".join(lines) + "\n"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    return value
+
+
+def expiring_documents(
+    warehouse: Path, limit: int = MAX_DOCUMENT_ROWS
+) -> tuple[list[dict[str, Any]], int]:
+    """Documents expired or expiring, most urgent first: (up to `limit` rows, total count)."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        con.execute("set TimeZone = 'UTC'")
+        total = con.execute(f"select count(*) from ({EXPIRING_DOCUMENTS_SQL})").fetchone()[0]
+        cursor = con.execute(f"{EXPIRING_DOCUMENTS_SQL} limit {int(limit)}")
+        columns = [d[0] for d in cursor.description]
+        rows = [dict(zip(columns, map(_jsonable, row), strict=True)) for row in cursor.fetchall()]
+    return rows, int(total)

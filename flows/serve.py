@@ -1,0 +1,118 @@
+"""Serve `company-connections-sync` on its cron schedule, without a work pool.
+
+``python -m flows.serve`` (or ``diligence schedule``) registers the deployment
+``company-connections-sync/company-connections-scheduled`` with the Prefect API in
+``PREFECT_API_URL`` and runs its flow runs in subprocesses of this process until it
+is stopped (its schedule is then paused until it is served again).
+
+The schedule comes from dlt config, like every other setting::
+
+    [schedule]                  # .dlt/config.toml, or SCHEDULE__CRON / SCHEDULE__TIMEZONE
+    cron = "0 6 * * *"
+    timezone = "UTC"
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import MutableMapping
+from typing import Any
+
+import dlt
+from prefect.schedules import Cron
+
+from .company_connections_sync import company_connections_sync
+
+DEPLOYMENT_NAME = "company-connections-scheduled"
+DEFAULT_CRON = "0 6 * * *"
+DEFAULT_TIMEZONE = "UTC"
+#: Loggers whose records flow runs send to Prefect, next to the run logger's.
+EXTRA_LOGGERS = ("dlt", "diligence")
+
+
+def schedule_settings(cron: str | None = None, timezone: str | None = None) -> tuple[str, str]:
+    """(cron, timezone): the arguments, else dlt config `schedule.*`, else the defaults."""
+    cron = cron or dlt.config.get("schedule.cron", str) or DEFAULT_CRON
+    timezone = timezone or dlt.config.get("schedule.timezone", str) or DEFAULT_TIMEZONE
+    return cron, timezone
+
+
+def route_library_logs(env: MutableMapping[str, str] | None = None) -> None:
+    """Make flow runs started from this process send dlt's and diligence's logs to Prefect.
+
+    Served flow runs are subprocesses that inherit this process's environment, in which
+    ``PREFECT_LOGGING_EXTRA_LOGGERS`` is extended with :data:`EXTRA_LOGGERS`.
+    """
+    env = os.environ if env is None else env
+    current = [name.strip() for name in env.get("PREFECT_LOGGING_EXTRA_LOGGERS", "").split(",")]
+    names = [name for name in current if name]
+    names += [name for name in EXTRA_LOGGERS if name not in names]
+    env["PREFECT_LOGGING_EXTRA_LOGGERS"] = ",".join(names)
+
+
+def deployment_parameters(
+    *,
+    namespaces: list[str] | None = None,
+    expiring_within_days: int | None = None,
+    export_formats: list[str] | None = None,
+    reports_dir: str | None = None,
+    warehouse: str | None = None,
+    base_url: str | None = None,
+) -> dict[str, Any]:
+    """Parameter defaults of the served deployment: only those given (the flow's own
+    defaults apply to the rest); `expiring_within_days` falls back to dlt config."""
+    if expiring_within_days is None:
+        expiring_within_days = dlt.config.get(
+            "sources.company_connections.expiring_within_days", int
+        )
+    given: dict[str, Any] = {
+        "namespaces": namespaces or None,
+        "expiring_within_days": expiring_within_days,
+        "export_formats": export_formats or None,
+        "reports_dir": reports_dir,
+        "warehouse": warehouse,
+        "base_url": base_url,
+    }
+    return {key: value for key, value in given.items() if value is not None}
+
+
+def serve_schedule(
+    cron: str | None = None,
+    timezone: str | None = None,
+    *,
+    name: str = DEPLOYMENT_NAME,
+    namespaces: list[str] | None = None,
+    expiring_within_days: int | None = None,
+    export_formats: list[str] | None = None,
+    reports_dir: str | None = None,
+    warehouse: str | None = None,
+    base_url: str | None = None,
+) -> None:
+    """Serve the flow on `cron` in `timezone` until interrupted; one run at a time.
+
+    `cron`/`timezone` default to dlt config ``schedule.cron``/``schedule.timezone``,
+    then to ``0 6 * * *`` UTC. The other arguments become the deployment's parameter
+    defaults (unset ones keep the flow's defaults). Credentials stay in dlt config or
+    the Prefect Secret block, never in parameters.
+    """
+    cron, timezone = schedule_settings(cron, timezone)
+    route_library_logs()
+    company_connections_sync.serve(
+        name=name,
+        schedules=[Cron(cron, timezone=timezone)],
+        parameters=deployment_parameters(
+            namespaces=namespaces,
+            expiring_within_days=expiring_within_days,
+            export_formats=export_formats,
+            reports_dir=reports_dir,
+            warehouse=warehouse,
+            base_url=base_url,
+        ),
+        description=f"company-connections sync, served locally on {cron!r} ({timezone})",
+        tags=["diligence"],
+        limit=1,
+    )
+
+
+if __name__ == "__main__":
+    serve_schedule()

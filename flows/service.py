@@ -1,0 +1,87 @@
+"""The flow's access to the service: credentials and the user's namespaces.
+
+Credentials are never flow parameters. They resolve the dlt way (``.dlt/secrets.toml``
+or ``SOURCES__COMPANY_CONNECTIONS__PASSWORD`` / ``__ACCESS_TOKEN``); when neither a
+password nor an access token is configured there, the password is read from the
+Prefect Secret block ``company-connections-password``, if it exists. Call these
+functions inside the task that talks to the service, so that the value never becomes
+a task input, a task result or a log line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dlt
+from prefect.blocks.system import Secret
+
+from diligence.logs import mask_secrets
+from pipelines.company_connections import client_from_config, run_coroutine
+
+PASSWORD_BLOCK = "company-connections-password"
+SECRET_KEYS = ("password", "access_token")
+
+
+def configured_secret(key: str) -> str | None:
+    """`sources.company_connections.<key>` from dlt secrets or env, or None."""
+    try:
+        value = dlt.secrets.get(f"sources.company_connections.{key}", str)
+    except Exception:  # noqa: BLE001 - an unreadable value counts as not configured
+        return None
+    return value or None
+
+
+def configured_namespaces() -> list[str]:
+    """`sources.company_connections.namespaces` from dlt config, or an empty list."""
+    value = dlt.config.get("sources.company_connections.namespaces", list)
+    return [str(namespace) for namespace in value or []]
+
+
+def password_from_block(name: str = PASSWORD_BLOCK) -> str | None:
+    """The value of the Secret block `name`, or None when there is no such block."""
+    try:
+        block = Secret.load(name)
+    except ValueError:  # "Unable to find block document named ..."
+        return None
+    value = block.get()
+    return str(value) if value else None
+
+
+def credential_options() -> dict[str, Any]:
+    """Source options that complete dlt's configuration: the block's password, if needed."""
+    if any(configured_secret(key) for key in SECRET_KEYS):
+        return {}
+    password = password_from_block()
+    return {"password": password} if password else {}
+
+
+def secret_values() -> tuple[str, ...]:
+    """Every secret value in use, so that text can be masked before it is published."""
+    values = [configured_secret(key) for key in SECRET_KEYS]
+    values.append(credential_options().get("password"))
+    return tuple(value for value in values if value)
+
+
+def mask(text: str) -> str:
+    """`text` with secret values, bearer/basic credentials and JWTs replaced by ``***``."""
+    return mask_secrets(text, secret_values())
+
+
+def user_companies(*, base_url: str | None, options: dict[str, Any]) -> list[str]:
+    """The `companyId` of every role in user-info: the namespaces the user can sync.
+
+    Settings not given in `options` (or `base_url`) come from dlt config, exactly as for
+    the sync itself. Raises the client's `AuthenticationError` on bad credentials and
+    dlt's `ConfigFieldMissingException` when a setting is missing.
+    """
+    overrides = dict(options)
+    if base_url is not None:
+        overrides["base_url"] = base_url
+    client = client_from_config(**overrides)
+
+    async def read() -> list[str]:
+        async with client:
+            info = await client.user_info()
+        return info.company_ids
+
+    return run_coroutine(read())

@@ -1,0 +1,123 @@
+"""Fixtures of the flow tests: one Prefect test harness for the session, the sandbox,
+credentials in env vars, and helpers reading runs back through the Prefect client."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from uuid import UUID
+
+# Prefect reads its settings when it is imported: give the whole session a private
+# PREFECT_HOME and no profile's API URL, before anything imports prefect.
+_PREFECT_HOME = tempfile.mkdtemp(prefix="diligence-prefect-home-")
+atexit.register(shutil.rmtree, _PREFECT_HOME, ignore_errors=True)
+os.environ["PREFECT_HOME"] = _PREFECT_HOME
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "120"
+for _name in ("PREFECT_API_URL", "PREFECT_API_KEY", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
+    os.environ.pop(_name, None)
+
+import pytest
+from prefect import get_client
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterFlowRunId,
+    FlowRunFilter,
+    FlowRunFilterId,
+    LogFilter,
+    LogFilterFlowRunId,
+    TaskRunFilter,
+)
+from prefect.client.schemas.objects import Artifact, TaskRun
+from prefect.client.schemas.sorting import ArtifactSort, TaskRunSort
+from prefect.logging.handlers import APILogHandler
+from prefect.testing.utilities import prefect_test_harness
+
+from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+
+EMAIL_ENV = "SOURCES__COMPANY_CONNECTIONS__EMAIL"
+PASSWORD_ENV = "SOURCES__COMPANY_CONNECTIONS__PASSWORD"
+READ_LIMIT = 200
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """One temporary Prefect API (SQLite in a temp dir) for every flow run of the session."""
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> Iterator[SandboxServer]:
+    """The service emulator; the flow only reads it, so one serves the whole session."""
+    with SandboxServer(scale="small") as server:
+        yield server
+
+
+@pytest.fixture
+def credentials(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The sandbox's login, given the dlt way: env vars, never flow parameters."""
+    monkeypatch.setenv(EMAIL_ENV, DEFAULT_EMAIL)
+    monkeypatch.setenv(PASSWORD_ENV, DEFAULT_PASSWORD)
+    monkeypatch.delenv("SOURCES__COMPANY_CONNECTIONS__ACCESS_TOKEN", raising=False)
+    return {"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD}
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> dict[str, str]:
+    """Flow parameters putting the warehouse and the reports into the test's folder."""
+    return {
+        "warehouse": str(tmp_path / "warehouse.duckdb"),
+        "reports_dir": str(tmp_path / "reports"),
+    }
+
+
+class RunReader:
+    """Reads what a flow run left in the Prefect API.
+
+    Every filter, sort, limit and offset is given: Prefect 3.8's server rejects an
+    explicit null for them under FastAPI >= 0.151, and the client sends null for
+    whatever is left out.
+    """
+
+    def artifacts(self, flow_run_id: UUID) -> list[Artifact]:
+        with get_client(sync_client=True) as client:
+            return client.read_artifacts(
+                artifact_filter=ArtifactFilter(
+                    flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])
+                ),
+                flow_run_filter=FlowRunFilter(),
+                task_run_filter=TaskRunFilter(),
+                sort=ArtifactSort.CREATED_DESC,
+                limit=READ_LIMIT,
+                offset=0,
+            )
+
+    def task_runs(self, flow_run_id: UUID) -> list[TaskRun]:
+        with get_client(sync_client=True) as client:
+            return client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])),
+                task_run_filter=TaskRunFilter(),
+                sort=TaskRunSort.EXPECTED_START_TIME_ASC,
+                limit=READ_LIMIT,
+                offset=0,
+            )
+
+    def log_text(self, flow_run_id: UUID) -> str:
+        APILogHandler().flush()  # logs are sent in batches: send what is queued first
+        with get_client(sync_client=True) as client:
+            logs = client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])),
+                limit=READ_LIMIT,
+                offset=0,
+            )
+        return "\n".join(log.message for log in logs)
+
+
+@pytest.fixture
+def runs(prefect_harness: None) -> RunReader:
+    return RunReader()

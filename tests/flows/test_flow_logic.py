@@ -1,0 +1,257 @@
+"""Fast tests of the flow's logic: summaries, retry decisions, credentials, schedule
+settings, and the tasks' functions called with `.fn()`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import duckdb
+import pytest
+from prefect.logging import disable_run_logger
+from prefect.states import Completed, Failed
+
+import flows.service
+from diligence.checks import CheckResult
+from diligence.export import ExportedFile
+from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from diligence.sync import NamespaceOutcome, SyncError, run_sync
+from diligence.warehouse import WarehouseBusyError
+from flows.company_connections_sync import (
+    check_export_formats,
+    export_dated_reports,
+    namespace_outcome,
+    raise_for_failures,
+    rebuild_analytics_schema,
+)
+from flows.errors import NamespaceSyncError, RunFailedError, UnknownNamespaceError
+from flows.report import expiring_documents, summary_markdown
+from flows.retry import is_transient, retry_if_transient
+from flows.serve import (
+    DEFAULT_CRON,
+    DEFAULT_TIMEZONE,
+    deployment_parameters,
+    route_library_logs,
+    schedule_settings,
+)
+from flows.service import credential_options, mask
+from pipelines.company_connections.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    RequestFailedError,
+)
+
+OK = NamespaceOutcome("ns-ok", "success", 166, 215, 1, 0.42)
+BROKEN = NamespaceOutcome(
+    "ns-broken", "failed", 12, 0, 0, 1.5, error="GET /api/x failed after 6 attempt(s) | HTTP 503"
+)
+
+
+@pytest.fixture(autouse=True)
+def no_password_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests run without a Prefect API: no Secret block to look up."""
+    monkeypatch.setattr(flows.service, "password_from_block", lambda: None)
+
+
+def auth_error() -> AuthenticationError:
+    return AuthenticationError("login rejected", method="POST", path="/api/auth", status_code=401)
+
+
+def request_failed() -> RequestFailedError:
+    return RequestFailedError(
+        "", method="GET", path="/api/companies", attempts=6, last_error="HTTP 503"
+    )
+
+
+def raised_from(error: Exception, outer: Exception) -> Exception:
+    """`outer` raised while handling `error`, `from None` (as run_sync does)."""
+    outer.__context__ = error
+    outer.__suppress_context__ = True
+    return outer
+
+
+# -- the markdown summary ---------------------------------------------------------------
+def test_summary_lists_every_namespace_with_its_numbers() -> None:
+    markdown = summary_markdown(
+        [OK, BROKEN],
+        row_counts={"analytics.answers": 1994},
+        checks=[CheckResult("answers__unique_key", 0), CheckResult("answers__no_labels", 3)],
+        exported=[ExportedFile("answers", Path("reports/2026-01-31/answers.csv"), 1994)],
+    )
+
+    assert "1 of 2 namespaces loaded, 178 requests, 215 rows, 1 sync issue." in markdown
+    assert "| `ns-ok` | loaded | 166 | 215 | 1 | 0.4 s |" in markdown
+    assert "| `ns-broken` | **failed** | 12 | 0 | 0 | 1.5 s |" in markdown
+    assert "- `ns-broken`: GET /api/x failed after 6 attempt(s) \\| HTTP 503" in markdown
+    assert "| `analytics.answers` | 1994 |" in markdown
+    assert "1 of 2 checks failed:" in markdown and "- `answers__no_labels`: 3 rows" in markdown
+    assert "in `reports/2026-01-31/`:" in markdown and "- `answers.csv` (1994 rows)" in markdown
+    assert "Analysts' copy: not replaced" in markdown
+
+
+def test_summary_of_a_clean_run() -> None:
+    markdown = summary_markdown(
+        [OK],
+        row_counts={},
+        checks=[CheckResult("a", 0)],
+        exported=[],
+        published=Path("data/warehouse-analytics.duckdb"),
+    )
+    assert "1 of 1 namespace loaded" in markdown
+    assert "all 1 check passed" in markdown
+    assert "Not loaded" not in markdown
+    assert "Analysts' copy: `data/warehouse-analytics.duckdb`" in markdown
+
+
+# -- the run's verdict ---------------------------------------------------------------------
+def test_raise_for_failures_names_namespaces_and_checks() -> None:
+    raise_for_failures([OK], [CheckResult("a", 0)])
+    with pytest.raises(RunFailedError) as raised:
+        raise_for_failures([OK, BROKEN], [CheckResult("answers__no_labels", 3)])
+    message = str(raised.value)
+    assert message.startswith("1 of 2 namespaces not loaded (previous data kept): ns-broken (")
+    assert "1 data checks failed: answers__no_labels (3 rows)" in message
+    assert "ns-ok" not in message
+
+
+def test_namespace_outcome_of_failed_task_runs() -> None:
+    assert namespace_outcome("ns-ok", Completed(data=OK)) == OK
+    assert namespace_outcome("ns-broken", Failed(data=NamespaceSyncError(BROKEN))) == BROKEN
+    unknown = NamespaceOutcome("nope", "failed", 0, 0, 0, 0.0, error="not listed")
+    assert namespace_outcome("nope", Failed(data=UnknownNamespaceError(unknown))) == unknown
+    outcome = namespace_outcome("ns-x", Failed(data=SyncError("login rejected")))
+    assert (outcome.namespace_company_id, outcome.status) == ("ns-x", "failed")
+    assert (outcome.requests, outcome.error) == (0, "login rejected")
+
+
+def test_export_formats_are_checked_before_the_run() -> None:
+    check_export_formats(["csv", "parquet"])
+    with pytest.raises(ValueError, match="xlsx"):
+        check_export_formats(["csv", "xlsx"])
+
+
+# -- retries -------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (request_failed(), True),
+        (NamespaceSyncError(BROKEN), True),
+        (WarehouseBusyError("another sync is writing"), True),
+        (raised_from(request_failed(), SyncError("service unreachable")), True),
+        (duckdb.IOException("Could not set lock on file"), True),
+        (auth_error(), False),
+        (raised_from(auth_error(), SyncError("login rejected")), False),
+        (raised_from(ConfigurationError("no credentials"), SyncError("no credentials")), False),
+        (UnknownNamespaceError(BROKEN), False),
+        (ValueError("unknown export format"), False),
+        (ExceptionGroup("read", [auth_error(), request_failed()]), False),
+    ],
+)
+def test_only_transient_failures_are_retried(error: BaseException, transient: bool) -> None:
+    assert is_transient(error) is transient
+    assert retry_if_transient(None, None, Failed(data=error)) is transient  # type: ignore[arg-type]
+
+
+# -- credentials -----------------------------------------------------------------------------
+@pytest.fixture
+def no_configured_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("PASSWORD", "ACCESS_TOKEN"):
+        monkeypatch.delenv(f"SOURCES__COMPANY_CONNECTIONS__{key}", raising=False)
+
+
+def test_configured_password_wins_over_the_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__PASSWORD", "from-env")
+    monkeypatch.setattr(flows.service, "password_from_block", lambda: pytest.fail("block read"))
+    assert credential_options() == {}
+
+
+@pytest.mark.usefixtures("no_configured_secrets")
+def test_block_password_when_config_has_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(flows.service, "password_from_block", lambda: "from-block")
+    assert credential_options() == {"password": "from-block"}
+    assert mask("error: from-block rejected") == "error: *** rejected"
+
+
+@pytest.mark.usefixtures("no_configured_secrets")
+def test_token_only_mode_needs_no_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__ACCESS_TOKEN", "eyJx.eyJy.z")
+    monkeypatch.setattr(flows.service, "password_from_block", lambda: pytest.fail("block read"))
+    assert credential_options() == {}
+
+
+# -- serving -------------------------------------------------------------------------------
+def test_schedule_from_arguments_config_or_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SCHEDULE__CRON", raising=False)
+    monkeypatch.delenv("SCHEDULE__TIMEZONE", raising=False)
+    assert schedule_settings() == (DEFAULT_CRON, DEFAULT_TIMEZONE)
+    monkeypatch.setenv("SCHEDULE__CRON", "30 5 * * 1-5")
+    monkeypatch.setenv("SCHEDULE__TIMEZONE", "Europe/Zurich")
+    assert schedule_settings() == ("30 5 * * 1-5", "Europe/Zurich")
+    assert schedule_settings("0 7 * * *", "UTC") == ("0 7 * * *", "UTC")
+
+
+def test_library_logs_are_added_to_prefect_extra_loggers() -> None:
+    env = {"PREFECT_LOGGING_EXTRA_LOGGERS": "httpx, dlt"}
+    route_library_logs(env)
+    assert env["PREFECT_LOGGING_EXTRA_LOGGERS"] == "httpx,dlt,diligence"
+    empty: dict[str, str] = {}
+    route_library_logs(empty)
+    assert empty["PREFECT_LOGGING_EXTRA_LOGGERS"] == "dlt,diligence"
+
+
+def test_deployment_parameters_keep_only_what_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__EXPIRING_WITHIN_DAYS", "45")
+    assert deployment_parameters(warehouse="/srv/w.duckdb") == {
+        "warehouse": "/srv/w.duckdb",
+        "expiring_within_days": 45,
+    }
+    assert (
+        deployment_parameters(expiring_within_days=10, namespaces=[])["expiring_within_days"] == 10
+    )
+
+
+# -- the tasks' functions on a real warehouse --------------------------------------------------
+@pytest.fixture(scope="module")
+def synced_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    warehouse = tmp_path_factory.mktemp("warehouse") / "warehouse.duckdb"
+    with SandboxServer(scale="small") as sandbox:
+        run_sync(
+            warehouse,
+            base_url=sandbox.base_url,
+            namespaces=[sandbox.world.namespaces[0]],
+            source_options={"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD},
+        )
+    yield warehouse
+
+
+def test_task_functions_build_check_and_export(synced_warehouse: Path, tmp_path: Path) -> None:
+    with disable_run_logger():
+        analytics = rebuild_analytics_schema.fn(str(synced_warehouse), 30)
+        exported = export_dated_reports.fn(
+            str(synced_warehouse), str(tmp_path), ["parquet", "parquet"], date(2026, 1, 31)
+        )
+
+    assert analytics.models.row_counts["analytics.answers"] > 0
+    assert analytics.checks and not analytics.failed_checks
+    assert analytics.published == synced_warehouse.with_name("warehouse-analytics.duckdb")
+    assert {f.path.parent for f in exported} == {tmp_path / "2026-01-31"}
+    assert sorted(f.path.name for f in exported) == sorted(
+        f"{report}.parquet"
+        for report in (
+            "answers",
+            "document_expiry",
+            "questionnaire_completeness",
+            "connections",
+            "answers_wide",
+        )
+    )
+
+
+def test_expiring_documents_table(synced_warehouse: Path) -> None:
+    with disable_run_logger():
+        rebuild_analytics_schema.fn(str(synced_warehouse), 30)
+    rows, total = expiring_documents(synced_warehouse, limit=5)
+    assert total > 5 and len(rows) == 5
+    assert {row["expiry_status"] for row in rows} == {"expired"}  # most urgent first
+    assert isinstance(rows[0]["expiration_date"], str)

@@ -1,0 +1,257 @@
+"""The flow end to end against the sandbox, inside the session's Prefect test harness."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from prefect import flow
+from prefect.blocks.system import Secret
+
+from diligence.export import REPORTS
+from diligence.sandbox.server import DEFAULT_PASSWORD, SandboxServer
+from diligence.sync import run_sync
+from flows.company_connections_sync import (
+    DOCUMENTS_ARTIFACT_KEY,
+    SUMMARY_ARTIFACT_KEY,
+    company_connections_sync,
+    sync_namespace,
+)
+from flows.service import PASSWORD_BLOCK
+
+EMAIL_ENV = "SOURCES__COMPANY_CONNECTIONS__EMAIL"
+PASSWORD_ENV = "SOURCES__COMPANY_CONNECTIONS__PASSWORD"
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
+ANALYTICS_TABLES = ("answers", "document_expiry", "connections", "questionnaire_completeness")
+
+
+def query(warehouse: str, sql: str) -> list[tuple[Any, ...]]:
+    with duckdb.connect(warehouse, read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def assert_no_secrets(text: str) -> None:
+    assert DEFAULT_PASSWORD not in text
+    assert not JWT.search(text), "a token appears in published text"
+
+
+def test_flow_syncs_builds_exports_and_publishes(
+    sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
+) -> None:
+    state = company_connections_sync(base_url=sandbox.base_url, **paths, return_state=True)
+
+    assert state.is_completed(), state.message
+    for table in ANALYTICS_TABLES:
+        assert query(paths["warehouse"], f"select count(*) from analytics.{table}")[0][0] > 0, table
+    namespaces = sandbox.world.namespaces
+    loaded = query(
+        paths["warehouse"], "select distinct namespace_company_id from analytics.connections"
+    )
+    assert {ns for (ns,) in loaded} == set(namespaces)
+
+    published = Path(paths["warehouse"]).with_name("warehouse-analytics.duckdb")
+    assert query(str(published), "select count(*) from analytics.answers")[0][0] > 0
+
+    folder = Path(paths["reports_dir"]) / date.today().isoformat()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        f"{report}.{ext}" for report in REPORTS for ext in ("csv", "parquet")
+    )
+
+    flow_run_id = state.state_details.flow_run_id
+    artifacts = {a.key: a for a in runs.artifacts(flow_run_id)}
+    assert set(artifacts) == {SUMMARY_ARTIFACT_KEY, DOCUMENTS_ARTIFACT_KEY}
+    summary = artifacts[SUMMARY_ARTIFACT_KEY]
+    assert summary.type == "markdown"
+    for namespace in namespaces:
+        assert namespace in summary.data
+    assert f"{len(namespaces)} of {len(namespaces)} namespaces loaded" in summary.data
+    assert f"Analysts' copy: `{published}`" in summary.data
+
+    table = artifacts[DOCUMENTS_ARTIFACT_KEY]
+    assert table.type == "table"
+    rows = json.loads(table.data)
+    (urgent,) = query(
+        paths["warehouse"],
+        "select count(*) from analytics.document_expiry where expiry_status in ('expired', 'expiring')",
+    )[0]
+    assert 0 < len(rows) == urgent
+    assert {row["expiry_status"] for row in rows} <= {"expired", "expiring"}
+    days = [row["days_until_expiry"] for row in rows]
+    assert days == sorted(days)
+
+    for artifact in artifacts.values():
+        assert_no_secrets(str(artifact.data) + str(artifact.description))
+    assert_no_secrets(runs.log_text(flow_run_id))
+
+
+def test_password_from_secret_block(
+    sandbox: SandboxServer,
+    monkeypatch: pytest.MonkeyPatch,
+    paths: dict[str, str],
+    credentials: dict[str, str],
+    runs: Any,
+) -> None:
+    monkeypatch.delenv(PASSWORD_ENV)
+    assert os.environ[EMAIL_ENV]  # the e-mail still comes from env, the password from the block
+    Secret(value=credentials["password"]).save(PASSWORD_BLOCK, overwrite=True)
+    try:
+        namespace = sandbox.world.namespaces[0]
+        state = company_connections_sync(
+            namespaces=[namespace],
+            export_formats=["csv"],
+            base_url=sandbox.base_url,
+            **paths,
+            return_state=True,
+        )
+    finally:
+        Secret.delete(PASSWORD_BLOCK)
+
+    assert state.is_completed(), state.message
+    assert query(paths["warehouse"], "select count(*) from analytics.answers")[0][0] > 0
+    flow_run_id = state.state_details.flow_run_id
+    for artifact in runs.artifacts(flow_run_id):
+        assert_no_secrets(str(artifact.data))
+    assert_no_secrets(runs.log_text(flow_run_id))
+
+
+def test_unknown_namespace_fails_the_run_after_loading_the_others(
+    sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
+) -> None:
+    good = sandbox.world.namespaces[0]
+    bad = "00000000-not-a-namespace"
+
+    state = company_connections_sync(
+        namespaces=[bad, good], base_url=sandbox.base_url, **paths, return_state=True
+    )
+
+    assert state.is_failed()
+    assert f"1 of 2 namespaces not loaded (previous data kept): {bad} (" in state.message
+    loaded = query(
+        paths["warehouse"], "select distinct namespace_company_id from analytics.answers"
+    )
+    assert loaded == [(good,)]
+    raw = query(paths["warehouse"], "select distinct namespace_company_id from raw.companies")
+    assert raw == [(good,)]
+    runs_recorded = query(
+        paths["warehouse"], "select namespace_company_id, status from raw.sync_runs order by 2"
+    )
+    assert runs_recorded == [(bad, "failed"), (good, "success")]
+    assert (Path(paths["reports_dir"]) / date.today().isoformat() / "answers.csv").is_file()
+
+    task_runs = {t.name: t for t in runs.task_runs(state.state_details.flow_run_id)}
+    assert task_runs[f"sync-{bad}"].state.is_failed()
+    assert task_runs[f"sync-{bad}"].run_count == 1  # configuration: never retried
+    assert task_runs[f"sync-{good}"].state.is_completed()
+    summary = next(
+        a for a in runs.artifacts(state.state_details.flow_run_id) if a.key == SUMMARY_ARTIFACT_KEY
+    )
+    assert "1 of 2 namespaces loaded" in summary.data and bad in summary.data
+
+
+def test_namespace_whose_access_was_lost_fails_loudly(
+    sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
+) -> None:
+    lost = "11111111-access-lost"
+    run_sync(
+        Path(paths["warehouse"]),
+        base_url=sandbox.base_url,
+        namespaces=[sandbox.world.namespaces[0]],
+    )
+    with duckdb.connect(paths["warehouse"]) as con:  # an earlier sync loaded `lost`
+        con.execute(
+            "insert into raw.sync_runs select * replace (? as namespace_company_id) "
+            "from raw.sync_runs limit 1",
+            [lost],
+        )
+
+    state = company_connections_sync(
+        export_formats=["csv"], base_url=sandbox.base_url, **paths, return_state=True
+    )
+
+    assert state.is_failed()
+    assert f"1 of 3 namespaces not loaded (previous data kept): {lost} (" in state.message
+    assert "no longer lists it (access lost?)" in state.message
+    task_runs = {t.name: t for t in runs.task_runs(state.state_details.flow_run_id)}
+    assert task_runs[f"sync-{lost}"].run_count == 1
+    loaded = query(
+        paths["warehouse"], "select distinct namespace_company_id from analytics.answers"
+    )
+    assert {ns for (ns,) in loaded} == set(sandbox.world.namespaces)
+
+
+def test_wrong_password_fails_fast_without_retries(
+    sandbox: SandboxServer,
+    credentials: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    paths: dict[str, str],
+    runs: Any,
+) -> None:
+    monkeypatch.setenv(PASSWORD_ENV, "not-the-password")
+    started = time.monotonic()
+
+    state = company_connections_sync(base_url=sandbox.base_url, **paths, return_state=True)
+
+    assert state.is_failed()
+    assert time.monotonic() - started < 30  # the first retry alone would wait 10 s, the second 60 s
+    assert "login rejected" in state.message
+    assert "not-the-password" not in state.message
+    task_runs = runs.task_runs(state.state_details.flow_run_id)
+    assert [(t.name.rsplit("-", 1)[0], t.run_count) for t in task_runs] == [
+        ("resolve-namespaces", 1)
+    ]
+    assert task_runs[0].state.is_failed()
+    assert not Path(paths["warehouse"]).exists()
+
+
+@flow
+def sync_one(namespace: str, warehouse: str, base_url: str) -> None:
+    sync_namespace(namespace, [namespace], warehouse, base_url)
+
+
+def test_sync_task_is_not_retried_on_bad_credentials(
+    sandbox: SandboxServer,
+    credentials: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    paths: dict[str, str],
+    runs: Any,
+) -> None:
+    monkeypatch.setenv(PASSWORD_ENV, "not-the-password")
+    namespace = sandbox.world.namespaces[0]
+
+    state = sync_one(namespace, paths["warehouse"], sandbox.base_url, return_state=True)
+
+    assert state.is_failed() and "login rejected" in state.message
+    (task_run,) = runs.task_runs(state.state_details.flow_run_id)
+    assert task_run.name == f"sync-{namespace}"
+    assert task_run.run_count == 1
+
+
+@flow
+def sync_one_quickly_retried(namespace: str, warehouse: str, base_url: str) -> None:
+    sync_namespace.with_options(retry_delay_seconds=0)(namespace, [namespace], warehouse, base_url)
+
+
+def test_sync_task_retries_an_unreachable_service(
+    credentials: dict[str, str], monkeypatch: pytest.MonkeyPatch, paths: dict[str, str], runs: Any
+) -> None:
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__MAX_ATTEMPTS", "1")
+    with SandboxServer(scale="small") as stopped:
+        namespace = stopped.world.namespaces[0]
+        base_url = stopped.base_url
+    # the sandbox is stopped: every connection is refused
+
+    state = sync_one_quickly_retried(namespace, paths["warehouse"], base_url, return_state=True)
+
+    assert state.is_failed()
+    (task_run,) = runs.task_runs(state.state_details.flow_run_id)
+    assert task_run.run_count == 3  # the first attempt and both retries
