@@ -30,6 +30,8 @@ def pipeline_for(warehouse: Path) -> SupportsPipeline:
     """
     warehouse = warehouse.expanduser().resolve()
     warehouse.parent.mkdir(parents=True, exist_ok=True)
+    # The source yields Arrow tables; keep dlt's load id on their rows for lineage.
+    dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
     return dlt.pipeline(
         pipeline_name=PIPELINE_NAME,
         destination=dlt.destinations.duckdb(str(warehouse)),

@@ -52,6 +52,8 @@ def _col(data_type: str, nullable: bool = True, **hints: Any) -> TColumnSchema:
     return {"data_type": data_type, "nullable": nullable, **hints}  # type: ignore[return-value,typeddict-item]
 
 
+# Lists land as JSON text ("json_text"): the SQL staging layer casts them to JSON.
+_JSON_TEXT = "text"
 _SYNCED = {"synced_at": _col("timestamp", False)}
 _NS = {"namespace_company_id": _col("text", False)}
 
@@ -59,10 +61,10 @@ _NS = {"namespace_company_id": _col("text", False)}
 TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
     "user_roles": {
         **_NS,
-        "internal_names": _col("json"),
-        "internal_company_type_ids": _col("json"),
-        "external_names": _col("json"),
-        "external_company_type_ids": _col("json"),
+        "internal_names": _col(_JSON_TEXT),
+        "internal_company_type_ids": _col(_JSON_TEXT),
+        "external_names": _col(_JSON_TEXT),
+        "external_company_type_ids": _col(_JSON_TEXT),
         **_SYNCED,
     },
     "companies": {
@@ -81,8 +83,8 @@ TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
         "company_id": _col("text", False),
         "name": _col("text"),
         "country": _col("text"),
-        "given_company_type_ids": _col("json"),
-        "received_company_type_ids": _col("json"),
+        "given_company_type_ids": _col(_JSON_TEXT),
+        "received_company_type_ids": _col(_JSON_TEXT),
         "has_detail": _col("bool"),
         **_SYNCED,
     },
@@ -249,9 +251,22 @@ def _scope(namespaces: Sequence[str]) -> str:
     return f"{{table}}.namespace_company_id IN ({listed})"
 
 
-def _empty_batch(columns: Sequence[str]) -> pa.Table:
-    """A zero-row batch: makes dlt run the merge job (and so retire) for an empty table."""
-    return pa.table({name: pa.array([], pa.string()) for name in columns})
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "text": pa.string(),
+    "bool": pa.bool_(),
+    "bigint": pa.int64(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+}
+
+
+def arrow_schema(name: str) -> pa.Schema:
+    """The Arrow schema of raw table `name`, from its declared columns."""
+    return pa.schema(
+        [
+            pa.field(column, _ARROW_TYPES[hints["data_type"]], nullable=hints.get("nullable", True))
+            for column, hints in TABLE_COLUMNS[name].items()
+        ]
+    )
 
 
 def _table_resource(
@@ -259,13 +274,17 @@ def _table_resource(
     rows: list[dict[str, Any]],
     write_disposition: Any,
     primary_key: Sequence[str] | None = None,
-    empty_columns: Sequence[str] = ("namespace_company_id",),
 ) -> DltResource:
-    def items() -> Iterator[Any]:
-        if rows:
-            yield rows
-        else:
-            yield _empty_batch(empty_columns)
+    """A resource yielding `rows` as one Arrow table.
+
+    Arrow skips dlt's row-by-row normalisation (the rows are already flat and typed),
+    which is several times faster and lighter than dict items. A zero-row table still
+    makes dlt run the table's merge, so a namespace left with no rows in a table has
+    its old rows deleted or retired.
+    """
+
+    def items() -> Iterator[pa.Table]:
+        yield pa.Table.from_pylist(rows, schema=arrow_schema(name))
 
     return dlt.resource(
         items,
@@ -305,7 +324,6 @@ def snapshot_resources(extraction: Extraction, sync_id: str) -> list[DltResource
                         "destination_scope": scope,
                         "boundary_timestamp": extraction.synced_at,
                     },
-                    empty_columns=("namespace_company_id", "content_hash"),
                 )
             )
     issues = [(s.namespace_company_id, issue) for s in snapshots for issue in s.issues] + [

@@ -249,10 +249,10 @@ class _NamespaceReader:
         snap.user_roles.append(
             {
                 "namespace_company_id": ns,
-                "internal_names": self.role.internal.names,
-                "internal_company_type_ids": self.role.internal.company_type_ids,
-                "external_names": self.role.external.names,
-                "external_company_type_ids": self.role.external.company_type_ids,
+                "internal_names": _json(self.role.internal.names),
+                "internal_company_type_ids": _json(self.role.internal.company_type_ids),
+                "external_names": _json(self.role.external.names),
+                "external_company_type_ids": _json(self.role.external.company_type_ids),
                 "synced_at": snap.synced_at,
             }
         )
@@ -314,8 +314,8 @@ class _NamespaceReader:
                 "company_id": entry.id,
                 "name": (detail.name if detail and detail.name else entry.name),
                 "country": detail.country if detail else None,
-                "given_company_type_ids": list(given),
-                "received_company_type_ids": list(received),
+                "given_company_type_ids": _json(list(given)),
+                "received_company_type_ids": _json(list(received)),
                 "has_detail": detail is not None,
                 "synced_at": self.snapshot.synced_at,
             }

@@ -15,7 +15,7 @@ final as (
         company_type_id,
         row_number() over (
             partition by namespace_company_id, company_id, company_type_id
-            order by _dlt_valid_from, _dlt_id
+            order by _dlt_valid_from, content_hash
         ) as version_number,
         _dlt_valid_from as valid_from,
         _dlt_valid_to as valid_to,
