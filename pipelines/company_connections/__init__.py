@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import dlt
 import pyarrow as pa
+import uvloop
 from dlt.common.configuration import with_config
 from dlt.common.schema.typing import TColumnSchema, TTableSchemaColumns
 from dlt.extract import DltResource
@@ -151,18 +152,24 @@ CURRENT_STATE: dict[str, tuple[str, ...]] = {
 HISTORY = ("questionnaires", "documents")
 
 
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` on a new uvloop event loop (less CPU per request than asyncio's)."""
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coro)
+
+
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro` to completion, also when called from inside a running event loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        return _run(coro)
     result: list[T] = []
     error: list[BaseException] = []
 
     def target() -> None:
         try:
-            result.append(asyncio.run(coro))
+            result.append(_run(coro))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             error.append(exc)
 
@@ -284,7 +291,9 @@ def _table_resource(
     """
 
     def items() -> Iterator[pa.Table]:
-        yield pa.Table.from_pylist(rows, schema=arrow_schema(name))
+        table = pa.Table.from_pylist(rows, schema=arrow_schema(name))
+        rows.clear()  # the Arrow copy is all dlt needs: free the Python rows now
+        yield table
 
     return dlt.resource(
         items,
@@ -295,14 +304,28 @@ def _table_resource(
     )
 
 
+def _take_rows(snapshots: Sequence[NamespaceSnapshot], name: str) -> list[dict[str, Any]]:
+    """Move the rows of table `name` out of the snapshots (they are loaded only once)."""
+    rows: list[dict[str, Any]] = []
+    for snapshot in snapshots:
+        table_rows = getattr(snapshot, name)
+        rows.extend(table_rows)
+        table_rows.clear()
+    return rows
+
+
 def snapshot_resources(extraction: Extraction, sync_id: str) -> list[DltResource]:
-    """The resources of one extraction: rows of the complete namespaces, and the run log."""
+    """The resources of one extraction: rows of the complete namespaces, and the run log.
+
+    The rows move out of the extraction's snapshots into the resources, which free
+    them once dlt has its Arrow copy; row counts stay in `NamespaceSnapshot.row_count`.
+    """
     snapshots = list(extraction.snapshots.values())
     resources: list[DltResource] = []
     if snapshots:
         scope = _scope([s.namespace_company_id for s in snapshots])
         for name, key in CURRENT_STATE.items():
-            rows = [row for s in snapshots for row in getattr(s, name)]
+            rows = _take_rows(snapshots, name)
             resources.append(
                 _table_resource(
                     name,
@@ -312,7 +335,7 @@ def snapshot_resources(extraction: Extraction, sync_id: str) -> list[DltResource
                 )
             )
         for name in HISTORY:
-            rows = [row for s in snapshots for row in getattr(s, name)]
+            rows = _take_rows(snapshots, name)
             resources.append(
                 _table_resource(
                     name,

@@ -89,8 +89,11 @@ class NamespaceSnapshot:
     documents: list[dict[str, Any]] = field(default_factory=list)
     issues: list[SyncIssue] = field(default_factory=list)
 
-    @property
-    def row_count(self) -> int:
+    #: rows read, counted when the read completes (the row lists are handed to
+    #: the loader afterwards, which empties them to free memory)
+    row_count: int = 0
+
+    def count_rows(self) -> int:
         return (
             len(self.user_roles)
             + len(self.companies)
@@ -272,6 +275,7 @@ class _NamespaceReader:
             for entry in _unique_entries(entries):
                 self._spawn(self._read_connection(entry))
         snap.finished_at = _now()
+        snap.row_count = snap.count_rows()
         return snap
 
     async def _read_company(self, company_id: str, *, is_namespace_company: bool) -> None:
