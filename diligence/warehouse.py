@@ -12,10 +12,14 @@ from pathlib import Path
 
 import dlt
 from dlt.common.pipeline import SupportsPipeline
+from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
 DEFAULT_WAREHOUSE = Path("data/warehouse.duckdb")
 PIPELINE_NAME = "company_connections"
 RAW_DATASET = "raw"
+#: DuckDB's buffer limit while dlt loads (it spills to disk beyond it): keeps a large
+#: sync's peak memory bounded whatever the machine's RAM.
+LOAD_MEMORY_LIMIT = "512MB"
 
 
 class WarehouseBusyError(RuntimeError):
@@ -34,7 +38,9 @@ def pipeline_for(warehouse: Path) -> SupportsPipeline:
     dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
     return dlt.pipeline(
         pipeline_name=PIPELINE_NAME,
-        destination=dlt.destinations.duckdb(str(warehouse)),
+        destination=dlt.destinations.duckdb(
+            DuckDbCredentials(str(warehouse), global_config={"memory_limit": LOAD_MEMORY_LIMIT})
+        ),
         dataset_name=RAW_DATASET,
         pipelines_dir=str(warehouse.parent / ".dlt-pipelines" / warehouse.stem),
         progress=None,

@@ -35,7 +35,6 @@ from .settings import DEFAULT_BACKOFF_INITIAL, DEFAULT_MAX_CONCURRENCY, DEFAULT_
 
 __all__ = [
     "company_connections",
-    "build_client",
     "client_from_config",
     "run_coroutine",
     "Extraction",
@@ -181,41 +180,6 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     return result[0]
 
 
-def build_client(
-    base_url: str,
-    *,
-    email: str | None = None,
-    password: str | None = None,
-    access_token: str | None = None,
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-    request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-    requests_per_second: float | None = None,
-    max_attempts: int = 6,
-    backoff_initial: float = DEFAULT_BACKOFF_INITIAL,
-    token_store_path: str | None = DEFAULT_TOKEN_STORE_PATH,
-    ca_bundle: str | None = None,
-    allow_insecure_http: bool = False,
-) -> ServiceClient:
-    """A client for one run, with the token store used in token-only mode."""
-    token_store = None
-    if access_token and not password and token_store_path:
-        token_store = FileTokenStore(Path(token_store_path))
-    return ServiceClient(
-        base_url,
-        email=email,
-        password=password,
-        access_token=access_token,
-        token_store=token_store,
-        max_concurrency=max_concurrency,
-        requests_per_second=requests_per_second,
-        request_timeout=request_timeout,
-        max_attempts=max_attempts,
-        backoff_initial=backoff_initial,
-        ca_bundle=ca_bundle,
-        allow_insecure_http=allow_insecure_http,
-    )
-
-
 @with_config(sections=("sources", "company_connections"))
 def client_from_config(
     base_url: str = dlt.config.value,
@@ -231,18 +195,25 @@ def client_from_config(
     ca_bundle: str | None = None,
     allow_insecure_http: bool = False,
 ) -> ServiceClient:
-    """A client configured like the source (same keys, same dlt resolution)."""
-    return build_client(
+    """A client for one run, configured like the source (same keys, same dlt resolution).
+
+    Arguments given explicitly win; the others come from dlt config. In token-only
+    mode (an access token and no password) renewed tokens go to `token_store_path`.
+    """
+    token_store = None
+    if access_token and not password and token_store_path:
+        token_store = FileTokenStore(Path(token_store_path))
+    return ServiceClient(
         base_url,
         email=email,
         password=password,
         access_token=access_token,
+        token_store=token_store,
         max_concurrency=max_concurrency,
-        request_timeout=request_timeout,
         requests_per_second=requests_per_second,
+        request_timeout=request_timeout,
         max_attempts=max_attempts,
         backoff_initial=backoff_initial,
-        token_store_path=token_store_path,
         ca_bundle=ca_bundle,
         allow_insecure_http=allow_insecure_http,
     )
@@ -441,8 +412,8 @@ def company_connections(
         on_extracted: called with the :class:`Extraction` before anything is
             loaded, so a caller can report the namespaces that failed.
     """
-    client = build_client(
-        base_url,
+    client = client_from_config(
+        base_url=base_url,
         email=email,
         password=password,
         access_token=access_token,
