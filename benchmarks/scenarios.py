@@ -253,7 +253,7 @@ def throughput_bound(cfg: Config) -> Section:
                                       "peak": run.child.peak_rss_mb,
                                       "rss_phases": res.get("rss_phases", {}),
                                       "sandbox_cpu": run.sandbox_cpu, "failed": res["failed"]})
-    for o, c in zip(ours_runs, ceiling_runs):
+    for o, c in zip(ours_runs, ceiling_runs, strict=True):
         o["ratio"] = c["fetch"] / o["sync"]
         o["ratio_fetch"] = c["fetch"] / o["fetch"]
         o["rps"] = o["requests"] / o["sync"]
@@ -272,7 +272,9 @@ def throughput_bound(cfg: Config) -> Section:
     def join(key: str, runs: list[dict[str, Any]], fmt: Callable[[float], str]) -> str:
         return " / ".join(fmt(run.get(key, float("nan"))) for run in runs) if len(runs) > 1 else ""
 
-    int0 = lambda v: num(v, 0)
+    def int0(v: object) -> object:
+        return num(v, 0)
+
     main = Table(["metric", "ours", "ceiling (bare fetch)", "runs (ours)"],
                  title="End to end (sync = fetch + dlt extract/normalize/load)")
     main.rows += [

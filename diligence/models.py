@@ -246,7 +246,7 @@ def _build_answers_wide_columns(con: duckdb.DuckDBPyConnection) -> None:
             "insert into analytics.answers_wide_columns values (?, ?, ?, ?)",
             [
                 (position, name, field_id, label)
-                for position, ((field_id, label), name) in enumerate(zip(fields, names), start=1)
+                for position, ((field_id, label), name) in enumerate(zip(fields, names, strict=True), start=1)
             ],
         )
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+
 from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from diligence.sync import SyncResult, run_sync
 

@@ -55,7 +55,6 @@ from tenacity.wait import wait_random_exponential
 
 from . import settings as s
 from .auth import TokenManager, TokenStore
-from .limits import AdaptiveThrottle
 from .errors import (
     AuthenticationError,
     BadRequestError,
@@ -67,6 +66,7 @@ from .errors import (
     ServiceError,
     redact,
 )
+from .limits import AdaptiveThrottle
 from .models import (
     Company,
     ConnectionDetail,

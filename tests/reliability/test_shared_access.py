@@ -15,7 +15,6 @@ from diligence.analytics import rebuild_analytics
 from diligence.publish import published_path
 from diligence.sandbox.server import SandboxServer
 from diligence.warehouse import WarehouseBusyError
-
 from tests.helpers import current_counts, query, sync
 
 pytestmark = pytest.mark.slow

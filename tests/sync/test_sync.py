@@ -9,7 +9,6 @@ import pytest
 
 from diligence.sandbox.server import SandboxServer
 from diligence.sync import SyncError
-
 from tests.helpers import current_counts, query, sync
 
 
