@@ -430,9 +430,5 @@ def schedule(
     )
 
 
-def run() -> None:  # pragma: no cover - console entry point alias
-    app(prog_name="diligence")
-
-
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(app())

@@ -52,7 +52,7 @@ def _col(data_type: str, nullable: bool = True, **hints: Any) -> TColumnSchema:
     return {"data_type": data_type, "nullable": nullable, **hints}  # type: ignore[return-value,typeddict-item]
 
 
-# Lists land as JSON text ("json_text"): the SQL staging layer casts them to JSON.
+# Lists land as JSON text in a text column: the SQL staging layer casts them to JSON.
 _JSON_TEXT = "text"
 _SYNCED = {"synced_at": _col("timestamp", False)}
 _NS = {"namespace_company_id": _col("text", False)}

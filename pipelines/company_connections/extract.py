@@ -137,12 +137,6 @@ class Extraction:
     failures: dict[str, NamespaceFailure] = field(default_factory=dict)
     duration_seconds: float = 0.0
 
-    @property
-    def requests(self) -> int:
-        return sum(s.requests for s in self.snapshots.values()) + sum(
-            f.requests for f in self.failures.values()
-        )
-
 
 def content_hash(*parts: str | None) -> str:
     """A stable version hash of a row's identity and content (synced_at excluded)."""
