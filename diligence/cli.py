@@ -69,17 +69,10 @@ def _known_errors() -> tuple[type[BaseException], ...]:
 
 def _secrets() -> tuple[str, ...]:
     """Configured secret values, so that logs can mask them wherever they appear."""
-    import dlt
+    from pipelines.company_connections.credentials import configured_secret
 
-    values = []
-    for key in ("password", "access_token"):
-        try:
-            value = dlt.secrets.get(f"sources.company_connections.{key}", str)
-        except Exception:  # noqa: BLE001 - a missing or odd secret is no reason to fail here
-            value = None
-        if value:
-            values.append(value)
-    return tuple(values)
+    values = (configured_secret(key) for key in ("password", "access_token"))
+    return tuple(value for value in values if value)
 
 
 def handle_errors(func: F) -> F:

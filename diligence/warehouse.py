@@ -34,6 +34,11 @@ def pipeline_for(warehouse: Path) -> SupportsPipeline:
     """
     warehouse = warehouse.expanduser().resolve()
     warehouse.parent.mkdir(parents=True, exist_ok=True)
+    pipelines_dir = warehouse.parent / ".dlt-pipelines" / warehouse.stem
+    # dlt's working folder holds load packages of confidential rows: owner-only.
+    pipelines_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    pipelines_dir.parent.chmod(0o700)
+    pipelines_dir.chmod(0o700)
     # The source yields Arrow tables; keep dlt's load id on their rows for lineage.
     dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
     return dlt.pipeline(
@@ -42,7 +47,7 @@ def pipeline_for(warehouse: Path) -> SupportsPipeline:
             DuckDbCredentials(str(warehouse), global_config={"memory_limit": LOAD_MEMORY_LIMIT})
         ),
         dataset_name=RAW_DATASET,
-        pipelines_dir=str(warehouse.parent / ".dlt-pipelines" / warehouse.stem),
+        pipelines_dir=str(pipelines_dir),
         progress=None,
     )
 

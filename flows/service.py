@@ -17,18 +17,10 @@ from prefect.blocks.system import Secret
 
 from diligence.logs import mask_secrets
 from pipelines.company_connections import client_from_config, run_coroutine
+from pipelines.company_connections.credentials import configured_secret
 
 PASSWORD_BLOCK = "company-connections-password"
 SECRET_KEYS = ("password", "access_token")
-
-
-def configured_secret(key: str) -> str | None:
-    """`sources.company_connections.<key>` from dlt secrets or env, or None."""
-    try:
-        value = dlt.secrets.get(f"sources.company_connections.{key}", str)
-    except Exception:  # noqa: BLE001 - an unreadable value counts as not configured
-        return None
-    return value or None
 
 
 def configured_namespaces() -> list[str]:

@@ -77,6 +77,39 @@ def test_no_secret_in_any_output_or_file(tmp_path: Path) -> None:
     assert scanned > 20
 
 
+@pytest.mark.parametrize("configured_by", ["env", "secrets_toml"])
+def test_no_secret_in_dlt_pipeline_files(tmp_path: Path, configured_by: str) -> None:
+    """dlt's trace, state and load packages keep no secret, however the password is given.
+
+    A plain sync (no downloads, models built) is the run whose trace is left on disk.
+    """
+    secrets = [PASSWORD.encode(), base64.b64encode(f"{DEFAULT_EMAIL}:{PASSWORD}".encode()), JWT_PREFIX]
+    env: dict[str, str] = {}
+    if configured_by == "env":
+        env = {
+            "SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
+            "SOURCES__COMPANY_CONNECTIONS__PASSWORD": PASSWORD,
+        }
+    else:
+        (tmp_path / ".dlt").mkdir()
+        (tmp_path / ".dlt" / "secrets.toml").write_text(
+            f'[sources.company_connections]\nemail = "{DEFAULT_EMAIL}"\npassword = "{PASSWORD}"\n'
+        )
+    with SandboxServer(scale="small", password=PASSWORD) as server:
+        synced = _cli(["sync", "--base-url", server.base_url, "--warehouse", "data/w.duckdb"], tmp_path, env)
+    assert synced.returncode == 0, synced.stderr.decode()[-2000:]
+    assert not _leaks(synced.stdout + synced.stderr, secrets)
+    pipelines_dir = tmp_path / "data" / ".dlt-pipelines"
+    traces = list(pipelines_dir.rglob("trace.pickle"))
+    assert traces, "dlt's trace is where resolved config values land: it must be scanned"
+    for path in (tmp_path / "data").rglob("*"):
+        if path.is_file():
+            assert not _leaks(path.read_bytes(), secrets), f"secret found in {path}"
+    # owner-only at the top: nothing below it (dlt makes its own folders) is reachable by others
+    for folder in (pipelines_dir, pipelines_dir / "w"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
 def test_token_only_mode_persists_renewed_token_with_0600(tmp_path: Path) -> None:
     store = tmp_path / "state" / "access_token"
     warehouse = tmp_path / "w.duckdb"
