@@ -74,13 +74,25 @@ resolved as (
             answer_elements,
             lambda e: {
                 'id': case when json_type(e) = 'OBJECT' then e ->> 'id' end,
-                'value': nullif(
-                    trim(case when json_type(e) = 'OBJECT' then e ->> 'value' else e ->> '$' end),
-                    ''
-                )
+                'value': case when json_type(e) = 'OBJECT' then e ->> 'value' else e ->> '$' end
+            }
+        ) as given_items
+    from items
+),
+
+blanks_dropped as (
+    select
+        * exclude (given_items),
+        list_transform(
+            given_items,
+            lambda item: {
+                'id': item.id,
+                'value': case
+                    when regexp_matches(item.value, '^\s*$') then null else item.value
+                end
             }
         ) as raw_items
-    from items
+    from resolved
 ),
 
 looked_up as (
@@ -97,7 +109,7 @@ looked_up as (
                 )
             }
         ) as answer_items
-    from resolved
+    from blanks_dropped
 ),
 
 answered as (
