@@ -18,6 +18,14 @@
 -- option id that is not among the field's options (and comes without a value) is still
 -- an answer: it is kept in selected_option_ids, has no entry in
 -- selected_option_values, and answer_text shows the id.
+--
+-- Columns:
+-- - is_current: True for the current version of the questionnaire (the one in answers).
+-- - versioned_at: valid_from of this version: synced_at of the sync that first saw it
+--   (TIMESTAMPTZ, UTC).
+-- - superseded_at: valid_to of this version: synced_at of the sync that no longer had it
+--   (TIMESTAMPTZ, UTC); NULL while current.
+-- - synced_at: synced_at of the sync that first loaded this version (TIMESTAMPTZ, UTC).
 with
 
 field_versions as (

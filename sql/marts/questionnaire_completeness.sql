@@ -5,6 +5,12 @@
 -- completeness_pct = 100 * answered / answerable rounded to 1 decimal, NULL when the
 -- questionnaire has no answerable field. synced_at is the last sync that confirmed the
 -- questionnaire, versioned_at when its answers last changed.
+--
+-- Columns:
+-- - answerable_fields: Number of non-Label fields of the current version.
+-- - answered_fields: Number of them that have an answer.
+-- - completeness_pct: 100 * answered_fields / answerable_fields, rounded to 1 decimal;
+--   NULL when nothing is answerable.
 with
 
 questionnaires as (
