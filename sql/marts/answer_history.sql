@@ -78,29 +78,22 @@ items as (
 resolved as (
     select
         *,
+        -- a value of only whitespace (or empty) is no value
         list_transform(
             answer_elements,
             lambda e: {
                 'id': case when json_type(e) = 'OBJECT' then e ->> 'id' end,
-                'value': case when json_type(e) = 'OBJECT' then e ->> 'value' else e ->> '$' end
-            }
-        ) as given_items
-    from items
-),
-
-blanks_dropped as (
-    select
-        * exclude (given_items),
-        list_transform(
-            given_items,
-            lambda item: {
-                'id': item.id,
-                'value': case
-                    when regexp_matches(item.value, '^\s*$') then null else item.value
-                end
+                'value': nullif(
+                    regexp_replace(
+                        case when json_type(e) = 'OBJECT' then e ->> 'value' else e ->> '$' end,
+                        '^\s+$',
+                        ''
+                    ),
+                    ''
+                )
             }
         ) as raw_items
-    from resolved
+    from items
 ),
 
 looked_up as (
@@ -117,7 +110,7 @@ looked_up as (
                 )
             }
         ) as answer_items
-    from blanks_dropped
+    from resolved
 ),
 
 answered as (
