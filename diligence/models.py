@@ -440,6 +440,49 @@ def _comment_marts(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> None:
                 )
 
 
+def copy_comments(
+    con: duckdb.DuckDBPyConnection, source_catalog: str, target_catalog: str
+) -> int:
+    """Copy the COMMENTs of the `analytics` tables and columns of one attached database
+    to the same tables of another (CREATE TABLE AS does not carry them), e.g. into the
+    analysts' published copy. Returns the number of comments written."""
+    for name in (source_catalog, target_catalog):
+        _require_identifier(name)
+    tables = con.execute(
+        "select table_name, comment from duckdb_tables() "
+        "where database_name = ? and schema_name = ? and comment is not null",
+        [source_catalog, ANALYTICS_SCHEMA],
+    ).fetchall()
+    columns = con.execute(
+        "select table_name, column_name, comment from duckdb_columns() "
+        "where database_name = ? and schema_name = ? and comment is not null",
+        [source_catalog, ANALYTICS_SCHEMA],
+    ).fetchall()
+    present = {
+        row[0]
+        for row in con.execute(
+            "select table_name from duckdb_tables() where database_name = ? and schema_name = ?",
+            [target_catalog, ANALYTICS_SCHEMA],
+        ).fetchall()
+    }
+    written = 0
+    for table, comment in tables:
+        if table in present:
+            con.execute(
+                f'comment on table {target_catalog}.{ANALYTICS_SCHEMA}."{table}" '
+                f"is {_sql_literal(comment)}"
+            )
+            written += 1
+    for table, column, comment in columns:
+        if table in present:
+            con.execute(
+                f'comment on column {target_catalog}.{ANALYTICS_SCHEMA}."{table}"."{column}" '
+                f"is {_sql_literal(comment)}"
+            )
+            written += 1
+    return written
+
+
 def _sql_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diligence.models import build_models, load_manifest, parse_header
+import duckdb
+
+from diligence.models import build_models, copy_comments, load_manifest, parse_header
 
 from .helpers import rows
 from .rawdb import AS_OF, connection, create_raw, field, form, insert, questionnaire
@@ -54,3 +56,25 @@ def test_every_analytics_table_and_column_has_a_comment(tmp_path: Path) -> None:
     assert by_column[("answer_history", "synced_at")].startswith("synced_at of the sync that first")
     assert by_column[("answers", "synced_at")].startswith("The last sync that confirmed the row")
     assert "Grain" in {t["table_name"]: t["comment"] for t in tables}["counterparties"]
+
+
+def test_copy_comments_into_another_database(clean_warehouse: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.duckdb"
+    with duckdb.connect() as con:
+        con.execute("attach ? as source (read_only)", [str(clean_warehouse)])
+        con.execute("attach ? as published", [str(copy)])
+        con.execute("create schema published.analytics")
+        con.execute("create table published.analytics.answers as from source.analytics.answers")
+        written = copy_comments(con, "source", "published")
+        expected = con.execute(
+            "select count(*) from duckdb_columns() where database_name = 'source' "
+            "and schema_name = 'analytics' and table_name = 'answers'"
+        ).fetchone()[0]
+        assert written == expected + 1  # the table and each of its columns
+    comments = rows(
+        copy,
+        "select column_name, comment from duckdb_columns() where schema_name = 'analytics'",
+    )
+    assert all(c["comment"] for c in comments)
+    [table] = rows(copy, "select comment from duckdb_tables() where schema_name = 'analytics'")
+    assert table["comment"].startswith("Grain: one row per answerable")
