@@ -13,6 +13,7 @@ The story, two namespaces (`ns`, `ns2`) and five syncs S1..S5:
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 
 from diligence.checks import run_checks
 from diligence.models import build_models
+from diligence.publish import publish_analytics
 
 from .helpers import rows
 from .rawdb import (
@@ -349,3 +351,16 @@ def test_freshness_after_several_syncs(warehouse: Path) -> None:
     assert ns2["hours_since_last_success"] == pytest.approx(12.0)
     runs = rows(warehouse, "select count(*) as n from analytics.sync_runs")
     assert runs == [{"n": 10}]
+
+
+def test_published_copy_carries_freshness(warehouse: Path, tmp_path: Path) -> None:
+    own = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(warehouse, own)
+    published = publish_analytics(own)
+    freshness = rows(
+        published,
+        "select namespace_company_id, last_status, last_success_at from analytics.freshness "
+        "order by 1",
+    )
+    assert [tuple(r.values()) for r in freshness] == [("ns", "failed", S4), ("ns2", "success", S5)]
+    assert rows(published, "select count(*) as n from analytics.sync_runs") == [{"n": 10}]
