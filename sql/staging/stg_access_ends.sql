@@ -3,10 +3,10 @@
 -- questionnaire or a document of that company type ended, whatever the reason.
 -- Key: (namespace_company_id, company_id, company_type_id, ended_at).
 -- end_reason says why the sync at ended_at no longer had the item:
---   'disconnected'      the company was no longer a connection of the namespace
 --   'access_withdrawn'  the request was denied (403 in sync_issues of that sync), or the
 --                       connection no longer gave the namespace reading rights on the type
 --   'not_found'         the request answered 404 (in sync_issues of that sync)
+--   'disconnected'      the company was no longer a connection of the namespace
 --   'removed'           otherwise: still readable, but the item was no longer listed
 -- (For a version replaced by a newer version of the same item the reason is not needed:
 -- the marts call that 'changed'.) The namespace's own company is never 'disconnected'.
@@ -60,7 +60,11 @@ connection_at_end as (
     left join connection_versions
         on connection_versions.namespace_company_id = ends.namespace_company_id
         and connection_versions.company_id = ends.company_id
-        and connection_versions.valid_from <= ends.ended_at
+        -- without scd2 history (older raw shape) a current connection counts as always there
+        and (
+            connection_versions.valid_from <= ends.ended_at
+            or not connection_versions.is_history_kept
+        )
         and (connection_versions.valid_to is null or connection_versions.valid_to > ends.ended_at)
     qualify row_number() over (
         partition by ends.namespace_company_id, ends.company_id, ends.company_type_id, ends.ended_at
@@ -75,10 +79,10 @@ final as (
         connection_at_end.company_type_id,
         connection_at_end.ended_at,
         case
-            when connection_at_end.company_id <> connection_at_end.namespace_company_id
-                and not connection_at_end.is_connected then 'disconnected'
             when denials.is_forbidden then 'access_withdrawn'
             when denials.is_not_found then 'not_found'
+            when connection_at_end.company_id <> connection_at_end.namespace_company_id
+                and not connection_at_end.is_connected then 'disconnected'
             when connection_at_end.company_id <> connection_at_end.namespace_company_id
                 and not list_contains(
                     connection_at_end.received_company_type_ids, connection_at_end.company_type_id

@@ -5,7 +5,8 @@
 -- 1, 2, ... in order of valid_from.
 -- valid_from is the synced_at of the sync that first loaded the version, valid_to that
 -- of the sync that retired it (NULL while current). A raw table without scd2 columns
--- (the older delete-insert shape) reads as current versions valid from their synced_at.
+-- (the older delete-insert shape) reads as current versions valid from their synced_at,
+-- with is_history_kept false (their valid_from is only the last load).
 with
 
 source as (
@@ -29,6 +30,7 @@ final as (
         coalesce(_dlt_valid_from, synced_at) as valid_from,
         _dlt_valid_to as valid_to,
         _dlt_valid_to is null as is_current,
+        _dlt_valid_from is not null as is_history_kept,
         synced_at
     from source
 )

@@ -364,3 +364,31 @@ def test_published_copy_carries_freshness(warehouse: Path, tmp_path: Path) -> No
     )
     assert [tuple(r.values()) for r in freshness] == [("ns", "failed", S4), ("ns2", "success", S5)]
     assert rows(published, "select count(*) as n from analytics.sync_runs") == [{"n": 10}]
+
+
+def test_end_reasons_on_the_older_raw_shape(tmp_path: Path) -> None:
+    """Raw connections without scd2 columns (delete-insert, reloaded by every sync): a
+    current connection counts as connected at every earlier sync, so what ended earlier
+    is not mistaken for a disconnection."""
+    path = create_raw(tmp_path / "warehouse.duckdb")
+    row = connection(NS, "c1", "Acme", received=["t1", "t2"], valid_from=S3)
+    row["_dlt_valid_from"] = None  # no history kept: loaded again by the last sync, S3
+    insert(path, "connections", [row])
+    insert(
+        path,
+        "questionnaires",
+        [questionnaire(NS, "c1", "t1", forms("Small"), valid_from=S1, valid_to=S2)],
+    )
+    insert(
+        path,
+        "documents",
+        [document(NS, "c1", "t2", "d1", None, valid_from=S1, valid_to=S2)],
+    )
+    insert(path, "sync_issues", [issue("s2", S2, "c1", 403, "questionnaire")])
+    build_models(path, as_of=AS_OF)
+    reasons = rows(path, "select distinct change_type from analytics.answer_changes")
+    assert reasons == [{"change_type": "access_withdrawn"}]
+    [history] = rows(path, "select end_reason from analytics.document_history")
+    assert history == {"end_reason": "removed"}  # not "disconnected"
+    [counterparty] = rows(path, "select is_connected from analytics.counterparties")
+    assert counterparty == {"is_connected": True}
