@@ -5,9 +5,9 @@ temporary name in the output directory and then renamed over the final name, so 
 reader never sees a half-written file. The warehouse is opened read-only.
 
 CSV: UTF-8, comma-separated, one header row, timestamps in UTC. List columns
-(`selected_option_ids`, `given_company_type_ids`, ...) are joined with '; ' so a
-spreadsheet shows them as plain text; an empty list is an empty string and NULL an
-empty cell. Parquet keeps list columns as lists.
+(`selected_option_ids`, `given_company_type_ids`, ...) are written as JSON arrays
+(`["A; B","C"]`), so a value that itself contains the separator stays one value; an
+empty list is `[]` and NULL an empty cell. Parquet keeps list columns as lists.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ REPORTS: dict[str, tuple[str, ...]] = {
     "connections": ("namespace_company_id", "company_id"),
     "answers_wide": ("namespace_company_id", "company_id", "company_type_id"),
 }
-LIST_SEPARATOR = "; "
 
 
 class ExportError(Exception):
@@ -106,7 +105,7 @@ def _export_one(
 def _select_expression(name: str, data_type: str, fmt: Format) -> str:
     column = _quote_identifier(name)
     if fmt == "csv" and data_type.endswith("[]"):
-        return f"array_to_string({column}, {_sql_string(LIST_SEPARATOR)}) as {column}"
+        return f"cast(to_json({column}) as varchar) as {column}"
     return column
 
 

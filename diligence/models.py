@@ -5,6 +5,11 @@ Everything runs in one DuckDB transaction: both schemas are dropped and recreate
 inside it, so a reader sees either the previous build or the new one, never half of
 one. A failing model rolls the whole build back and raises `ModelError`.
 
+Every analytics table and column gets a `COMMENT ON` from the documentation next to its
+code: a mart's header comment (the text before `Columns:` describes the table, lines
+`-- - <column>: <description>` its columns), else the shared `[columns]` descriptions
+of the manifest; marts built in Python are described in `[python_marts_descriptions]`.
+
 Parameters reach the SQL as DuckDB variables, set with bound values:
 `getvariable('as_of')` (TIMESTAMP, UTC) and `getvariable('expiring_within_days')`
 (INTEGER). The only text substituted into SQL is `{{ source('<table>') }}`, replaced
@@ -68,6 +73,21 @@ class ModelsResult:
 class Manifest:
     models: list[Model]
     sources: dict[str, dict[str, str]]  # raw table -> column -> DuckDB type
+    # column -> description shared by every mart that has the column
+    columns: dict[str, str] = field(default_factory=dict)
+    # python mart name -> {"table": ..., "columns": {column: description}}
+    python_descriptions: dict[str, dict] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Description:
+    """What a mart's documentation says about the table and its columns."""
+
+    table: str
+    columns: dict[str, str]
+
+
+_COLUMN_LINE = re.compile(r"^- ([a-z_][a-z0-9_]*):\s*(.*)$")
 
 
 @cache
@@ -91,7 +111,56 @@ def load_manifest(path: Path = MANIFEST_PATH) -> Manifest:
             if column_type not in _TYPES:
                 raise ValueError(f"source {table}.{column}: unsupported type {column_type!r}")
         sources[table] = dict(columns)
-    return Manifest(models=models, sources=sources)
+    return Manifest(
+        models=models,
+        sources=sources,
+        columns=dict(data.get("columns", {})),
+        python_descriptions=dict(data.get("python_marts_descriptions", {})),
+    )
+
+
+def parse_header(sql: str) -> Description:
+    """The table and column descriptions in a model's leading comment block.
+
+    The first line names the model and is skipped; the lines up to `Columns:` describe
+    the table; below it, `- <column>: <text>` starts a column's description and more
+    indented lines continue it.
+    """
+    lines: list[str] = []
+    for line in sql.splitlines():
+        if not line.startswith("--"):
+            break
+        lines.append(line[2:].removeprefix(" "))
+    table_lines: list[str] = []
+    columns: dict[str, str] = {}
+    current: str | None = None
+    in_columns = False
+    for line in lines[1:]:
+        if not in_columns:
+            if line.strip() == "Columns:":
+                in_columns = True
+            elif line.strip():
+                table_lines.append(line.strip())
+            continue
+        match = _COLUMN_LINE.match(line)
+        if match:
+            current = match.group(1)
+            columns[current] = match.group(2).strip()
+        elif current is not None and line.strip():
+            columns[current] = f"{columns[current]} {line.strip()}"
+    return Description(table=" ".join(table_lines), columns=columns)
+
+
+def mart_description(model: Model, manifest: Manifest) -> Description:
+    """The documentation of a mart: its header, or the manifest for Python marts."""
+    if model.path is not None:
+        return parse_header(model.path.read_text(encoding="utf-8"))
+    name = model.name.split(".", 1)[1]
+    described = manifest.python_descriptions.get(name, {})
+    return Description(
+        table=str(described.get("table", "")),
+        columns={k: str(v) for k, v in described.get("columns", {}).items()},
+    )
 
 
 def build_models(
@@ -133,6 +202,8 @@ def build_models(
                 t0 = time.perf_counter()
                 _build_model(con, model, manifest.sources, raw_columns)
                 timings[model.name] = time.perf_counter() - t0
+            current = "comments"
+            _comment_marts(con, manifest)
             current = "row counts"
             row_counts = {
                 model.name: con.execute(f"select count(*) from {model.name}").fetchone()[0]
@@ -331,6 +402,89 @@ final as (
 select * from final
 """
     con.execute(sql)
+
+
+def _comment_marts(con: duckdb.DuckDBPyConnection, manifest: Manifest) -> None:
+    """COMMENT ON every analytics table and each of its columns that is described.
+
+    A column is described by the mart's own documentation, else by the manifest's shared
+    `[columns]`; answers_wide's field columns by the field they hold.
+    """
+    wide_fields = {
+        name: (field_id, label)
+        for name, field_id, label in con.execute(
+            "select column_name, field_id, field_label from analytics.answers_wide_columns"
+        ).fetchall()
+    }
+    for model in manifest.models:
+        if model.layer != "marts":
+            continue
+        description = mart_description(model, manifest)
+        if description.table:
+            con.execute(f"comment on table {model.name} is {_sql_literal(description.table)}")
+        schema, table = model.name.split(".", 1)
+        columns = con.execute(
+            "select column_name from information_schema.columns "
+            "where table_schema = ? and table_name = ? and table_catalog = current_database() "
+            "order by ordinal_position",
+            [schema, table],
+        ).fetchall()
+        for (column,) in columns:
+            text = description.columns.get(column) or manifest.columns.get(column)
+            if text is None and table == "answers_wide" and column in wide_fields:
+                field_id, label = wide_fields[column]
+                text = f"answer_text of field {field_id} ({label or 'no label'})"
+            if text:
+                con.execute(
+                    f'comment on column {model.name}."{column}" is {_sql_literal(text)}'
+                )
+
+
+def copy_comments(
+    con: duckdb.DuckDBPyConnection, source_catalog: str, target_catalog: str
+) -> int:
+    """Copy the COMMENTs of the `analytics` tables and columns of one attached database
+    to the same tables of another (CREATE TABLE AS does not carry them), e.g. into the
+    analysts' published copy. Returns the number of comments written."""
+    for name in (source_catalog, target_catalog):
+        _require_identifier(name)
+    tables = con.execute(
+        "select table_name, comment from duckdb_tables() "
+        "where database_name = ? and schema_name = ? and comment is not null",
+        [source_catalog, ANALYTICS_SCHEMA],
+    ).fetchall()
+    columns = con.execute(
+        "select table_name, column_name, comment from duckdb_columns() "
+        "where database_name = ? and schema_name = ? and comment is not null",
+        [source_catalog, ANALYTICS_SCHEMA],
+    ).fetchall()
+    present = {
+        row[0]
+        for row in con.execute(
+            "select table_name from duckdb_tables() where database_name = ? and schema_name = ?",
+            [target_catalog, ANALYTICS_SCHEMA],
+        ).fetchall()
+    }
+    written = 0
+    for table, comment in tables:
+        if table in present:
+            con.execute(
+                f'comment on table {target_catalog}.{ANALYTICS_SCHEMA}."{table}" '
+                f"is {_sql_literal(comment)}"
+            )
+            written += 1
+    for table, column, comment in columns:
+        if table in present:
+            con.execute(
+                f'comment on column {target_catalog}.{ANALYTICS_SCHEMA}."{table}"."{column}" '
+                f"is {_sql_literal(comment)}"
+            )
+            written += 1
+    return written
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 _PYTHON_MARTS = {

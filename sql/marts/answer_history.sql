@@ -8,12 +8,24 @@
 --   {"value": ...}                       one value (Input, Checkbox variant, DatePicker)
 --   a bare JSON array / scalar           read like {"values"} / {"value"}
 --   any other non-empty object           kept whole: answer_text is its JSON text
--- answer_text joins the values with '; '; empty text or an empty selection counts as
--- unanswered (answer_text NULL, is_answered false; answer_json still holds it).
+-- answer_text joins the values with '; '; empty or whitespace-only text or an empty
+-- selection counts as unanswered (answer_text NULL, is_answered false; answer_json
+-- still holds it).
 -- selected_option_ids / selected_option_values: NULL when unanswered; for answered
 -- option-based fields (Dropdown, Checkbox, any field with options, or an answer given
 -- as {"options"}) every selected option, a missing id or value being looked up in
--- the field's options; [] for answered fields that are not option-based.
+-- the field's options; [] for answered fields that are not option-based. A selected
+-- option id that is not among the field's options (and comes without a value) is still
+-- an answer: it is kept in selected_option_ids, has no entry in
+-- selected_option_values, and answer_text shows the id.
+--
+-- Columns:
+-- - is_current: True for the current version of the questionnaire (the one in answers).
+-- - versioned_at: valid_from of this version: synced_at of the sync that first saw it
+--   (TIMESTAMPTZ, UTC).
+-- - superseded_at: valid_to of this version: synced_at of the sync that no longer had it
+--   (TIMESTAMPTZ, UTC); NULL while current.
+-- - synced_at: synced_at of the sync that first loaded this version (TIMESTAMPTZ, UTC).
 with
 
 field_versions as (
@@ -66,11 +78,19 @@ items as (
 resolved as (
     select
         *,
+        -- a value of only whitespace (or empty) is no value
         list_transform(
             answer_elements,
             lambda e: {
                 'id': case when json_type(e) = 'OBJECT' then e ->> 'id' end,
-                'value': case when json_type(e) = 'OBJECT' then e ->> 'value' else e ->> '$' end
+                'value': nullif(
+                    regexp_replace(
+                        case when json_type(e) = 'OBJECT' then e ->> 'value' else e ->> '$' end,
+                        '^\s+$',
+                        ''
+                    ),
+                    ''
+                )
             }
         ) as raw_items
     from items
@@ -101,8 +121,8 @@ answered as (
             else nullif(
                 array_to_string(
                     list_filter(
-                        list_transform(answer_items, lambda item: item.value),
-                        lambda v: coalesce(v, '') <> ''
+                        list_transform(answer_items, lambda item: coalesce(item.value, item.id)),
+                        lambda v: v is not null
                     ),
                     '; '
                 ),
@@ -145,8 +165,7 @@ final as (
             when answer_text is null then null
             when is_option_based
                 then list_filter(
-                    list_transform(answer_items, lambda item: item.value),
-                    lambda v: coalesce(v, '') <> ''
+                    list_transform(answer_items, lambda item: item.value), lambda v: v is not null
                 )
             else []::varchar[]
         end as selected_option_values,

@@ -1,7 +1,17 @@
 -- analytics.connections
--- Grain: one row per connection per namespace. Key: (namespace_company_id, company_id).
+-- Grain: one row per current connection per namespace. Key: (namespace_company_id, company_id).
 -- name and country come from the company details (endpoint 4) when they could be read,
 -- else from the connection list/detail; city, lei and cin only from company details.
+-- A connection removed upstream leaves this table; connection_history keeps its versions
+-- and counterparties says when it was lost.
+--
+-- Columns:
+-- - name: Company name (company details, else the connection list/detail).
+-- - country: Country (company details, else the connection list/detail).
+-- - is_detail_available: True when the connection detail (reading rights) could be read.
+-- - is_company_available: True when the company details (endpoint 4) could be read.
+-- - versioned_at: When the connection or its company details last changed: valid_from of
+--   the newer of the two current versions (TIMESTAMPTZ, UTC).
 with
 
 connections as (
@@ -10,6 +20,10 @@ connections as (
 
 companies as (
     select * from staging.stg_companies
+),
+
+freshness as (
+    select * from analytics.freshness
 ),
 
 final as (
@@ -25,11 +39,15 @@ final as (
         connections.received_company_type_ids,
         connections.is_detail_available,
         companies.company_id is not null as is_company_available,
-        connections.synced_at
+        greatest(connections.valid_from, companies.valid_from) as versioned_at,
+        greatest(connections.synced_at, companies.synced_at, freshness.last_success_at)
+            as synced_at
     from connections
     left join companies
         on companies.namespace_company_id = connections.namespace_company_id
         and companies.company_id = connections.company_id
+    left join freshness
+        on freshness.namespace_company_id = connections.namespace_company_id
 )
 
 select * from final

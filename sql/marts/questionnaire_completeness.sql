@@ -3,7 +3,14 @@
 -- Key: (namespace_company_id, company_id, company_type_id).
 -- answerable_fields counts non-Label fields, answered_fields those with an answer;
 -- completeness_pct = 100 * answered / answerable rounded to 1 decimal, NULL when the
--- questionnaire has no answerable field.
+-- questionnaire has no answerable field. synced_at is the last sync that confirmed the
+-- questionnaire, versioned_at when its answers last changed.
+--
+-- Columns:
+-- - answerable_fields: Number of non-Label fields of the current version.
+-- - answered_fields: Number of them that have an answer.
+-- - completeness_pct: 100 * answered_fields / answerable_fields, rounded to 1 decimal;
+--   NULL when nothing is answerable.
 with
 
 questionnaires as (
@@ -16,6 +23,10 @@ companies as (
 
 answers as (
     select * from analytics.answers
+),
+
+freshness as (
+    select * from analytics.freshness
 ),
 
 field_counts as (
@@ -34,6 +45,7 @@ final as (
         questionnaires.namespace_company_id,
         questionnaires.company_id,
         companies.company_name,
+        questionnaires.company_id = questionnaires.namespace_company_id as is_own_company,
         questionnaires.company_type_id,
         cast(coalesce(field_counts.answerable_fields, 0) as integer) as answerable_fields,
         cast(coalesce(field_counts.answered_fields, 0) as integer) as answered_fields,
@@ -43,7 +55,7 @@ final as (
         end as completeness_pct,
         questionnaires.version_number,
         questionnaires.valid_from as versioned_at,
-        questionnaires.synced_at
+        greatest(questionnaires.synced_at, freshness.last_success_at) as synced_at
     from questionnaires
     left join field_counts
         on field_counts.namespace_company_id = questionnaires.namespace_company_id
@@ -52,6 +64,8 @@ final as (
     left join companies
         on companies.namespace_company_id = questionnaires.namespace_company_id
         and companies.company_id = questionnaires.company_id
+    left join freshness
+        on freshness.namespace_company_id = questionnaires.namespace_company_id
 )
 
 select * from final

@@ -3,6 +3,12 @@
 -- Key: (namespace_company_id, company_id, company_type_id, direction).
 -- direction: 'given' = rights the namespace gave the connection, 'received' = rights
 -- the namespace received from it.
+--
+-- Columns:
+-- - company_name: Name of the connection (as in analytics.connections).
+-- - company_type_id: Company type the right is about.
+-- - direction: 'given' (the namespace lets the connection read the type) or 'received'
+--   (the connection lets the namespace read it).
 with
 
 connections as (

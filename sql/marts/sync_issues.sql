@@ -3,6 +3,14 @@
 -- or failed. Key: (namespace_company_id, endpoint, company_id, company_type_id).
 -- The latest sync of a namespace is its latest run in sync_runs (by started_at); for a
 -- namespace with no run recorded, the sync of its most recent issue.
+--
+-- Columns:
+-- - endpoint: The endpoint of the denied or failed request.
+-- - company_id: Company of the request (NULL when it is not about one company).
+-- - company_type_id: Company type of the request (NULL when not about one type).
+-- - http_status: HTTP status of the answer: 403 denied, 404 not found, other: failed.
+-- - message: The service's message, or why the request failed.
+-- - synced_at: synced_at of the sync that met the issue (TIMESTAMPTZ, UTC).
 with
 
 runs as (

@@ -1,25 +1,29 @@
 -- staging.stg_companies
 -- Grain: one row per company per namespace: the namespace's own company and every
--- connection whose company details could be read (current state).
+-- connection whose company details could be read (current state: the scd2 version with
+-- no valid_to).
 -- Key: (namespace_company_id, company_id).
 with
 
-source as (
-    select * from {{ source('companies') }}
+versions as (
+    select * from staging.stg_company_versions
 ),
 
 final as (
     select
         namespace_company_id,
         company_id,
-        name as company_name,
+        company_name,
         country,
         city,
         lei,
         cin,
-        coalesce(is_namespace_company, company_id = namespace_company_id) as is_namespace_company,
+        is_namespace_company,
+        version_number,
+        valid_from,
         synced_at
-    from source
+    from versions
+    where is_current
 )
 
 select * from final

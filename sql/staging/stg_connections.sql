@@ -1,23 +1,27 @@
 -- staging.stg_connections
--- Grain: one row per listed connection per namespace (current state).
+-- Grain: one row per listed connection per namespace (current state: the scd2 version
+-- with no valid_to).
 -- Key: (namespace_company_id, company_id).
 with
 
-source as (
-    select * from {{ source('connections') }}
+versions as (
+    select * from staging.stg_connection_versions
 ),
 
 final as (
     select
         namespace_company_id,
         company_id,
-        name as company_name,
+        company_name,
         country,
-        coalesce(cast(given_company_type_ids as varchar[]), []) as given_company_type_ids,
-        coalesce(cast(received_company_type_ids as varchar[]), []) as received_company_type_ids,
-        coalesce(has_detail, false) as is_detail_available,
+        given_company_type_ids,
+        received_company_type_ids,
+        is_detail_available,
+        version_number,
+        valid_from,
         synced_at
-    from source
+    from versions
+    where is_current
 )
 
 select * from final

@@ -76,7 +76,7 @@ def make_clean_raw(path: Path) -> Path:
             document(ns, "c1", "t1", "d-expired", "2026-02-01T00:00:00"),
             document(ns, "c1", "t1", "d-expiring", "2026-03-10T00:00:00"),
             document(ns, "c1", "t1", "d-valid", "2027-01-01T00:00:00"),
-            document(ns, "c2", "t1", "d-none", None),
+            document(ns, "c1", "t1", "d-none", None),
         ],
     )
     insert(

@@ -1,4 +1,11 @@
-"""Hand-built raw layers for the model tests: the dlt `raw` tables, created by hand."""
+"""Hand-built raw layers for the model tests: the dlt `raw` tables, created by hand.
+
+The shape is the raw layer of the sync engine (see README "The raw layer"): `companies`,
+`connections`, `questionnaires` and `documents` are dlt scd2 tables (`_dlt_valid_from` =
+synced_at of the run that first loaded a version, `_dlt_valid_to` = synced_at of the run
+that retired it, NULL while current); `sync_runs` has one row per (sync, namespace) with
+the run's `synced_at`.
+"""
 
 from __future__ import annotations
 
@@ -22,11 +29,13 @@ RAW_TABLES: dict[str, str] = {
     "companies": """
         namespace_company_id VARCHAR, company_id VARCHAR, name VARCHAR, country VARCHAR,
         city VARCHAR, lei VARCHAR, cin VARCHAR, is_namespace_company BOOLEAN,
-        synced_at TIMESTAMPTZ""",
+        content_hash VARCHAR, synced_at TIMESTAMPTZ, _dlt_valid_from TIMESTAMPTZ,
+        _dlt_valid_to TIMESTAMPTZ""",
     "connections": """
         namespace_company_id VARCHAR, company_id VARCHAR, name VARCHAR, country VARCHAR,
         given_company_type_ids JSON, received_company_type_ids JSON, has_detail BOOLEAN,
-        synced_at TIMESTAMPTZ""",
+        content_hash VARCHAR, synced_at TIMESTAMPTZ, _dlt_valid_from TIMESTAMPTZ,
+        _dlt_valid_to TIMESTAMPTZ""",
     "questionnaire_templates": """
         namespace_company_id VARCHAR, company_type_id VARCHAR, forms_json VARCHAR,
         synced_at TIMESTAMPTZ""",
@@ -46,7 +55,7 @@ RAW_TABLES: dict[str, str] = {
     "sync_runs": """
         sync_id VARCHAR, namespace_company_id VARCHAR, started_at TIMESTAMPTZ,
         finished_at TIMESTAMPTZ, status VARCHAR, requests BIGINT, rows_loaded BIGINT,
-        issues BIGINT, error VARCHAR""",
+        issues BIGINT, error VARCHAR, synced_at TIMESTAMPTZ""",
 }
 
 
@@ -79,7 +88,14 @@ def insert(path: Path, table: str, rows: Iterable[Mapping[str, Any]]) -> None:
             )
 
 
-def company(ns: str, company_id: str, name: str, **extra: Any) -> dict[str, Any]:
+def company(
+    ns: str,
+    company_id: str,
+    name: str,
+    valid_from: datetime = SYNCED_AT,
+    valid_to: datetime | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     return {
         "namespace_company_id": ns,
         "company_id": company_id,
@@ -89,7 +105,10 @@ def company(ns: str, company_id: str, name: str, **extra: Any) -> dict[str, Any]
         "lei": extra.get("lei"),
         "cin": extra.get("cin"),
         "is_namespace_company": ns == company_id,
-        "synced_at": SYNCED_AT,
+        "content_hash": f"h-{ns}-{company_id}-{name}-{extra.get('lei')}",
+        "synced_at": valid_from,
+        "_dlt_valid_from": valid_from,
+        "_dlt_valid_to": valid_to,
     }
 
 
@@ -100,6 +119,8 @@ def connection(
     given: list[str] | None = None,
     received: list[str] | None = None,
     has_detail: bool = True,
+    valid_from: datetime = SYNCED_AT,
+    valid_to: datetime | None = None,
 ) -> dict[str, Any]:
     return {
         "namespace_company_id": ns,
@@ -109,7 +130,10 @@ def connection(
         "given_company_type_ids": given or [],
         "received_company_type_ids": received or [],
         "has_detail": has_detail,
-        "synced_at": SYNCED_AT,
+        "content_hash": f"h-{ns}-{company_id}-{name}-{given}-{received}-{has_detail}",
+        "synced_at": valid_from,
+        "_dlt_valid_from": valid_from,
+        "_dlt_valid_to": valid_to,
     }
 
 
@@ -141,21 +165,23 @@ def document(
     expiration_date: str | None,
     issue_date: str | None = "2025-01-01T00:00:00",
     valid_to: datetime | None = None,
+    valid_from: datetime = SYNCED_AT,
+    name: str | None = None,
 ) -> dict[str, Any]:
     return {
         "namespace_company_id": ns,
         "company_id": company_id,
         "company_type_id": company_type_id,
         "document_id": document_id,
-        "name": f"{document_id}.pdf",
+        "name": name or f"{document_id}.pdf",
         "category": "Legal",
         "type": "Certificate",
         "issue_date": issue_date,
         "expiration_date": expiration_date,
         "document_json": json.dumps({"id": document_id}),
-        "content_hash": f"h-{document_id}",
-        "synced_at": SYNCED_AT,
-        "_dlt_valid_from": SYNCED_AT,
+        "content_hash": f"h-{document_id}-{name}-{expiration_date}",
+        "synced_at": valid_from,
+        "_dlt_valid_from": valid_from,
         "_dlt_valid_to": valid_to,
     }
 
@@ -183,3 +209,21 @@ def field(
 def options(*values: str) -> list[dict[str, str]]:
     """Options o1, o2, ... with the given values."""
     return [{"id": f"o{i}", "value": v} for i, v in enumerate(values, start=1)]
+
+
+def sync_run(
+    sync_id: str, ns: str, synced_at: datetime, status: str = "success", error: str | None = None
+) -> dict[str, Any]:
+    """One row of raw.sync_runs: namespace `ns` of the sync `sync_id` at `synced_at`."""
+    return {
+        "sync_id": sync_id,
+        "namespace_company_id": ns,
+        "started_at": synced_at,
+        "finished_at": synced_at,
+        "status": status,
+        "requests": 10,
+        "rows_loaded": 10,
+        "issues": 0,
+        "error": error,
+        "synced_at": synced_at,
+    }

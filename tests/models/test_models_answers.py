@@ -77,6 +77,21 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
         field("no_options", "Dropdown", "No options", None, []),
         field("extra_props", "Input", "Extra", {"value": "x"}, required=True, hint={"a": [1]}),
         field("odd", "Geo", "Odd shape", {"lat": 1.5}),
+        field("whitespace", "Input", "Only spaces", {"value": "  \t "}),
+        field(
+            "unknown_option",
+            "Dropdown",
+            "Unknown option",
+            {"options": [{"id": "o9"}]},
+            options("Small", "Large"),
+        ),
+        field(
+            "known_and_unknown",
+            "Checkbox",
+            "Known and unknown",
+            {"options": [{"id": "o1"}, {"id": "zz"}]},
+            options("ISO", "SOC2"),
+        ),
     ]
     forms = [
         form("f1", "General", *fields[:9]),
@@ -95,7 +110,7 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
 def test_labels_are_excluded(answers: dict[str, dict]) -> None:
     assert "label" not in answers
-    assert len(answers) == 16
+    assert len(answers) == 19
 
 
 def test_input(answers: dict[str, dict]) -> None:
@@ -138,13 +153,24 @@ def test_checkbox_tolerant_shapes(answers: dict[str, dict]) -> None:
 
 
 @pytest.mark.parametrize(
-    "field_id", ["unanswered", "null_info", "empty_value", "empty_selection", "no_options"]
+    "field_id",
+    ["unanswered", "null_info", "empty_value", "empty_selection", "no_options", "whitespace"],
 )
 def test_unanswered(answers: dict[str, dict], field_id: str) -> None:
     a = answers[field_id]
     assert a["is_answered"] is False
     assert a["answer_text"] is None
     assert a["selected_option_ids"] is None and a["selected_option_values"] is None
+
+
+def test_unknown_option_ids_stay_answered(answers: dict[str, dict]) -> None:
+    unknown = answers["unknown_option"]
+    assert (unknown["is_answered"], unknown["answer_text"]) == (True, "o9")
+    assert (unknown["selected_option_ids"], unknown["selected_option_values"]) == (["o9"], [])
+    mixed = answers["known_and_unknown"]
+    assert (mixed["is_answered"], mixed["answer_text"]) == (True, "ISO; zz")
+    assert mixed["selected_option_ids"] == ["o1", "zz"]
+    assert mixed["selected_option_values"] == ["ISO"]
 
 
 def test_unanswered_keeps_raw_answer_json(answers: dict[str, dict]) -> None:

@@ -40,6 +40,11 @@ ANALYTICS_TABLES = {
     "answers_wide",
     "answer_history",
     "answers_wide_columns",
+    "counterparties",
+    "connection_history",
+    "document_history",
+    "sync_runs",
+    "freshness",
 }
 
 

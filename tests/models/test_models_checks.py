@@ -39,6 +39,28 @@ def set_value(table: str, assignment: str) -> str:
 
 # check name -> statement that breaks the clean warehouse for exactly that check
 BREAKERS: dict[str, str] = {
+    "answer_changes__accepted_change_type": set_value("answer_changes", "change_type = 'moved'"),
+    "answers__company_is_counterparty_or_own": set_value("answers", "company_id = 'stranger'"),
+    "answers__confirmed_after_versioned": set_value(
+        "answers", "synced_at = versioned_at - interval 1 day"
+    ),
+    "connection_history__not_null_key": null_key("connection_history", "valid_from"),
+    "connection_history__unique_key": duplicate("connection_history"),
+    "connection_history__valid_versions": set_value("connection_history", "is_current = false"),
+    "counterparties__connected_agrees": set_value("counterparties", "is_connected = false"),
+    "counterparties__not_null_key": null_key("counterparties", "company_id"),
+    "counterparties__unique_key": duplicate("counterparties"),
+    "document_expiry__pair_is_readable": set_value("document_expiry", "company_type_id = 't9'"),
+    "document_history__current_matches_expiry": set_value("document_history", "is_current = false"),
+    "document_history__not_null_key": null_key("document_history", "document_id"),
+    "document_history__unique_key": duplicate("document_history"),
+    "document_history__valid_versions": set_value(
+        "document_history", "valid_to = valid_from - interval 1 day"
+    ),
+    "freshness__not_null_key": null_key("freshness", "namespace_company_id"),
+    "freshness__unique_key": duplicate("freshness"),
+    "sync_runs__not_null_key": null_key("sync_runs", "synced_at"),
+    "sync_runs__unique_key": duplicate("sync_runs"),
     "answer_changes__is_change": set_value("answer_changes", "new_answer_text = old_answer_text"),
     "answer_changes__not_null_key": null_key("answer_changes", "changed_at"),
     "answer_changes__unique_key": duplicate("answer_changes"),

@@ -35,7 +35,9 @@ CASES = {
     "with_z": (at(-timedelta(seconds=1)) + "Z", "expired", -1),
     "null": (None, "no_expiry", None),
     "empty": ("", "no_expiry", None),
-    "unparseable": ("not a date", "no_expiry", None),
+    "blank": ("   ", "no_expiry", None),
+    "unparseable": ("not a date", "invalid_date", None),
+    "garbled": ("2026-13-45T00:00:00", "invalid_date", None),
 }
 
 
@@ -68,17 +70,25 @@ def test_dates_are_read_as_utc_timestamps(raw_documents: Path) -> None:
     build_models(raw_documents, as_of=AS_OF)
     result = by("document_id", rows(raw_documents, "select * from analytics.document_expiry"))
     exact = result["exactly_now"]
-    assert exact["expiration_date"] == AS_OF.replace(tzinfo=None)
-    assert exact["issue_date"] == datetime(2025, 1, 1)
-    assert exact["evaluated_at"] == AS_OF.replace(tzinfo=None)
-    assert result["with_utc_offset"]["expiration_date"] == AS_OF.replace(tzinfo=None)
+    assert exact["expiration_date"] == AS_OF
+    assert exact["issue_date"] == datetime(2025, 1, 1, tzinfo=UTC)
+    assert exact["evaluated_at"] == AS_OF
+    assert result["with_utc_offset"]["expiration_date"] == AS_OF
+    garbled = result["garbled"]
+    assert (garbled["expiration_date"], garbled["expiration_date_text"]) == (
+        None,
+        "2026-13-45T00:00:00",
+    )
+    assert result["exactly_now"]["expiration_date_text"] == at(timedelta(0))
     types = rows(
         raw_documents,
         "select column_name, data_type from information_schema.columns "
         "where table_schema = 'analytics' and table_name = 'document_expiry'",
     )
     types_by_column = {r["column_name"]: r["data_type"] for r in types}
-    assert types_by_column["expiration_date"] == "TIMESTAMP"
+    # one convention: every timestamp of the analytics schema is TIMESTAMPTZ (UTC)
+    assert types_by_column["expiration_date"] == "TIMESTAMP WITH TIME ZONE"
+    assert types_by_column["evaluated_at"] == "TIMESTAMP WITH TIME ZONE"
     assert types_by_column["days_until_expiry"] == "INTEGER"
 
 
@@ -98,7 +108,7 @@ def test_default_as_of_is_build_time(raw_documents: Path) -> None:
     after = datetime.now(UTC).replace(tzinfo=None)
     assert before <= result.as_of <= after
     evaluated = rows(raw_documents, "select distinct evaluated_at from analytics.document_expiry")
-    assert [r["evaluated_at"] for r in evaluated] == [result.as_of]
+    assert [r["evaluated_at"] for r in evaluated] == [result.as_of.replace(tzinfo=UTC)]
 
 
 def test_missing_expiration_column_means_no_expiry(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -12,7 +13,7 @@ from diligence.export import REPORTS, ExportError, export_reports
 from diligence.models import build_models
 
 from .helpers import rows, scalar
-from .rawdb import AS_OF
+from .rawdb import AS_OF, connection, create_raw, field, form, insert, questionnaire
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
@@ -45,10 +46,35 @@ def test_csv_has_header_and_readable_lists(clean_warehouse: Path, tmp_path: Path
     assert text.splitlines()[0].startswith("namespace_company_id,company_id,name,")
     connections = pd.read_csv(tmp_path / "connections.csv", keep_default_na=False)
     acme = connections[connections.company_id == "c1"].iloc[0]
-    assert acme.given_company_type_ids == "t1; t2"
-    answers = pd.read_csv(tmp_path / "answers.csv")
+    assert json.loads(acme.given_company_type_ids) == ["t1", "t2"]
+    bravo = connections[connections.company_id == "c2"].iloc[0]
+    assert bravo.given_company_type_ids == "[]"
+    answers = pd.read_csv(tmp_path / "answers.csv", keep_default_na=False)
     size = answers[(answers.field_id == "size") & (answers.company_id == "c1")].iloc[0]
-    assert (size.answer_text, size.selected_option_ids) == ("Large", "o1")
+    assert (size.answer_text, json.loads(size.selected_option_ids)) == ("Large", ["o1"])
+    unanswered = answers[(answers.field_id == "certs") & (answers.company_id == "c1")].iloc[0]
+    assert unanswered.selected_option_ids == ""  # NULL: an empty cell
+
+
+def test_csv_lists_with_the_separator_stay_whole(tmp_path: Path) -> None:
+    path = create_raw(tmp_path / "warehouse.duckdb")
+    insert(path, "connections", [connection("ns", "c1", "Acme", received=["t1"])])
+    checkbox = field(
+        "q",
+        "Checkbox",
+        "Markets",
+        {"options": [{"id": "o1", "value": "A; B"}, {"id": "o2", "value": "C"}]},
+        [{"id": "o1", "value": "A; B"}, {"id": "o2", "value": "C"}],
+    )
+    insert(path, "questionnaires", [questionnaire("ns", "c1", "t1", [form("f", "F", checkbox)])])
+    build_models(path, as_of=AS_OF)
+    export_reports(path, tmp_path / "csv", "csv")
+    export_reports(path, tmp_path / "parquet", "parquet")
+    csv_row = pd.read_csv(tmp_path / "csv" / "answers.csv").iloc[0]
+    assert json.loads(csv_row.selected_option_values) == ["A; B", "C"]
+    assert json.loads(csv_row.selected_option_ids) == ["o1", "o2"]
+    parquet_row = pd.read_parquet(tmp_path / "parquet" / "answers.parquet").iloc[0]
+    assert list(parquet_row.selected_option_values) == ["A; B", "C"]
 
 
 def test_parquet_keeps_lists(clean_warehouse: Path, tmp_path: Path) -> None:

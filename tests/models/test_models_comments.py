@@ -1,0 +1,80 @@
+"""COMMENT ON every analytics table and column, generated from the models' headers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from diligence.models import build_models, copy_comments, load_manifest, parse_header
+
+from .helpers import rows
+from .rawdb import AS_OF, connection, create_raw, field, form, insert, questionnaire
+
+
+def test_parse_header() -> None:
+    sql = (
+        "-- analytics.example\n"
+        "-- Grain: one row per thing.\n"
+        "-- Key: thing_id.\n"
+        "--\n"
+        "-- Columns:\n"
+        "-- - thing_id: The thing.\n"
+        "-- - is_big: True when big,\n"
+        "--   else false.\n"
+        "with\n"
+        "-- - not_a_column: below the header\n"
+    )
+    description = parse_header(sql)
+    assert description.table == "Grain: one row per thing. Key: thing_id."
+    assert description.columns == {"thing_id": "The thing.", "is_big": "True when big, else false."}
+
+
+def test_every_analytics_table_and_column_has_a_comment(tmp_path: Path) -> None:
+    path = create_raw(tmp_path / "warehouse.duckdb")
+    insert(path, "connections", [connection("ns", "c1", "Acme", received=["t1"])])
+    fields = [field("q1", "Input", "Owner's name", {"value": "x"}), field("q2", "Input", None)]
+    insert(path, "questionnaires", [questionnaire("ns", "c1", "t1", [form("f", "F", *fields)])])
+    build_models(path, as_of=AS_OF)
+    tables = rows(
+        path,
+        "select table_name, comment from duckdb_tables() where schema_name = 'analytics'",
+    )
+    marts = {m.name.split(".")[1] for m in load_manifest().models if m.layer == "marts"}
+    assert {t["table_name"] for t in tables} == marts
+    assert [t["table_name"] for t in tables if not t["comment"]] == []
+    columns = rows(
+        path,
+        "select table_name, column_name, comment from duckdb_columns() "
+        "where schema_name = 'analytics'",
+    )
+    assert [(c["table_name"], c["column_name"]) for c in columns if not c["comment"]] == []
+    by_column = {(c["table_name"], c["column_name"]): c["comment"] for c in columns}
+    assert by_column[("answers_wide", "owner_s_name")] == "answer_text of field q1 (Owner's name)"
+    assert by_column[("answers_wide", "field_q2")] == "answer_text of field q2 (no label)"
+    # the mart's own header wins over the shared description
+    assert by_column[("answer_history", "synced_at")].startswith("synced_at of the sync that first")
+    assert by_column[("answers", "synced_at")].startswith("The last sync that confirmed the row")
+    assert "Grain" in {t["table_name"]: t["comment"] for t in tables}["counterparties"]
+
+
+def test_copy_comments_into_another_database(clean_warehouse: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.duckdb"
+    with duckdb.connect() as con:
+        con.execute("attach ? as source (read_only)", [str(clean_warehouse)])
+        con.execute("attach ? as published", [str(copy)])
+        con.execute("create schema published.analytics")
+        con.execute("create table published.analytics.answers as from source.analytics.answers")
+        written = copy_comments(con, "source", "published")
+        expected = con.execute(
+            "select count(*) from duckdb_columns() where database_name = 'source' "
+            "and schema_name = 'analytics' and table_name = 'answers'"
+        ).fetchone()[0]
+        assert written == expected + 1  # the table and each of its columns
+    comments = rows(
+        copy,
+        "select column_name, comment from duckdb_columns() where schema_name = 'analytics'",
+    )
+    assert all(c["comment"] for c in comments)
+    [table] = rows(copy, "select comment from duckdb_tables() where schema_name = 'analytics'")
+    assert table["comment"].startswith("Grain: one row per answerable")
