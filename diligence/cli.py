@@ -402,7 +402,9 @@ def report(
     try:
         result = write_report(warehouse, out_file)
     except ReportError as exc:  # one line, however long the path
-        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True, markup=True)
+        from rich.markup import escape
+
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     out.print(f"report: {result.path}  ({result.bytes / 1e6:.1f} MB)", highlight=False)
 
