@@ -7,7 +7,7 @@ Vega-Embed libraries are inlined from the bundle that ``vl-convert-python`` buil
 on disk after the first build), the CSS and the small table script are in the template,
 and the table rows travel as JSON inside the page. The browser draws the charts as SVG
 and pages, sorts and filters the tables, so a warehouse of 10,000 counterparties opens
-as fast as a small one: charts get aggregates, tables show 25 rows at a time.
+as fast as a small one: charts get aggregates, tables show 15 rows at a time.
 """
 
 from __future__ import annotations

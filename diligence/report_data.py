@@ -181,6 +181,7 @@ with per_counterparty as (
            sum(answerable_fields) as answerable_fields,
            sum(answered_fields) as answered_fields
     from analytics.questionnaire_completeness
+    where company_id <> namespace_company_id  -- a namespace's own questionnaire is no counterparty's
     group by company_id
 ),
 names as (
