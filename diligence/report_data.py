@@ -133,7 +133,7 @@ select
     arg_max(status, coalesce(started_at, synced_at)) as last_outcome,
     arg_max(error, coalesce(started_at, synced_at)) as last_error,
     count(*) filter (where status = 'success') as successful_syncs
-from raw.sync_runs
+from sync_runs
 group by 1
 order by 1
 """
@@ -143,6 +143,24 @@ select namespace_company_id as namespace, max(synced_at) as last_success,
        'success' as last_outcome, null as last_error, null as successful_syncs
 from analytics.connections group by 1 order by 1
 """
+
+
+def _sync_runs(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp view ``sync_runs`` over raw.sync_runs with the columns the report reads
+    (a column dlt has not created yet, having seen only NULLs, reads as NULL)."""
+    present = {
+        name for (name,) in con.execute(
+            "select column_name from information_schema.columns "
+            "where table_schema = 'raw' and table_name = 'sync_runs'"
+        ).fetchall()
+    }
+    wanted = {"namespace_company_id": "varchar", "started_at": "timestamptz",
+              "finished_at": "timestamptz", "synced_at": "timestamptz", "status": "varchar",
+              "error": "varchar"}
+    columns = ", ".join(
+        name if name in present else f"null::{kind} as {name}" for name, kind in wanted.items()
+    )
+    con.execute(f"create or replace temp view sync_runs as select {columns} from raw.sync_runs")
 
 
 def _age_hours(last: Any, now: datetime) -> float | None:
@@ -164,7 +182,7 @@ order by 1, 2
 """
 
 EXPIRING_SQL = """
-select coalesce(company_name, company_id) as counterparty, company_id, namespace_company_id,
+select coalesce(company_name, company_id) as counterparty, namespace_company_id,
        company_type_id, document_name, category, type,
        cast(expiration_date as date) as expiration_date, days_until_expiry, expiry_status
 from analytics.document_expiry
@@ -212,7 +230,7 @@ with ok as (
            row_number() over (
                partition by namespace_company_id order by coalesce(synced_at, started_at) desc
            ) as recency
-    from raw.sync_runs where status = 'success'
+    from sync_runs where status = 'success'
 )
 select namespace_company_id,
        max(started_at) filter (where recency = 1) as latest_started_at,
@@ -354,6 +372,8 @@ def collect(warehouse: Path, *, now: datetime | None = None) -> ReportData:
     con = open_warehouse(warehouse)
     try:
         tables = _tables(con)
+        if "raw.sync_runs" in tables:
+            _sync_runs(con)
         cursor = con.execute(HEADLINE_SQL)
         names = [d[0] for d in cursor.description]
         headline = dict(zip(names, (int(v) for v in cursor.fetchone()), strict=True))  # type: ignore[union-attr]
