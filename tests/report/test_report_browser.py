@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -117,3 +118,22 @@ def test_tables_were_built_by_the_script(synced: Synced, rendered: tuple[str, El
         assert shown and int(shown.group(1).replace(",", "")) == count, table
     assert page.tables["connection-changes"].get("data-rows") == "unavailable"
     assert "Revised answer" in dom  # the changed answer is listed
+
+
+def test_an_empty_warehouse_still_draws(tmp_path: Path) -> None:
+    """Models built over an empty raw layer: zero everywhere, charts and tables still draw."""
+    from diligence.models import build_models
+    from diligence.report import write_report
+    from tests.models.rawdb import create_raw
+
+    warehouse = create_raw(tmp_path / "empty.duckdb")
+    build_models(warehouse)
+    dom, _ = dump_dom(write_report(warehouse, tmp_path / "r.html").path)
+    page = Elements()
+    page.feed(dom)
+    assert page.body.get("data-charts-drawn") == "3"
+    assert {k: v.strip() for k, v in page.totals.items()} == {
+        k: "0" for k in ("counterparties", "questionnaires", "answered_fields", "expired",
+                         "expiring", "sync_issues")
+    }
+    assert all(t.get("data-rows") in ("0", "unavailable") for t in page.tables.values())
