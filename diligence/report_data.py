@@ -216,10 +216,11 @@ order by completeness_pct nulls first, counterparty
 
 # -- sync issues ------------------------------------------------------------------------
 ISSUES_SQL = """
-select namespace_company_id, endpoint, company_id, company_type_id, http_status, message,
-       synced_at
-from analytics.sync_issues
-order by namespace_company_id, endpoint, company_id, company_type_id
+select i.namespace_company_id, i.endpoint, i.company_id,
+       coalesce(n.counterparty, i.company_id) as counterparty, i.company_type_id, i.http_status,
+       i.message, i.synced_at
+from analytics.sync_issues i left join report_names n on n.company_id = i.company_id
+order by i.namespace_company_id, i.endpoint, i.company_id, i.company_type_id
 """
 
 
@@ -319,15 +320,8 @@ def _history_changes(con: duckdb.DuckDBPyConnection, relation: str) -> Table:
     )
 
 
-def _changes(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, Any]:
-    if "raw.sync_runs" not in tables:
-        return {"available": False, "namespaces": [], "answers": None, "documents": None,
-                "connections": None}
-    windows = con.execute(SYNC_WINDOWS_SQL).fetchall()
-    compared = [(ns, latest) for ns, latest, previous in windows if previous is not None]
-    con.execute(f"create or replace temp table {WINDOWS} (namespace_company_id varchar, since timestamptz)")
-    if compared:
-        con.executemany(f"insert into {WINDOWS} values (?, ?)", [list(row) for row in compared])
+def _names(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table NAMES: a display name for every company the analytics know."""
     con.execute(
         f"""
         create or replace temp table {NAMES} as
@@ -338,6 +332,17 @@ def _changes(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, Any]
         ) group by company_id
         """
     )
+
+
+def _changes(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, Any]:
+    if "raw.sync_runs" not in tables:
+        return {"available": False, "namespaces": [], "answers": None, "documents": None,
+                "connections": None}
+    windows = con.execute(SYNC_WINDOWS_SQL).fetchall()
+    compared = [(ns, latest) for ns, latest, previous in windows if previous is not None]
+    con.execute(f"create or replace temp table {WINDOWS} (namespace_company_id varchar, since timestamptz)")
+    if compared:
+        con.executemany(f"insert into {WINDOWS} values (?, ?)", [list(row) for row in compared])
     answers = _table(
         con,
         f"""
@@ -374,6 +379,7 @@ def collect(warehouse: Path, *, now: datetime | None = None) -> ReportData:
         tables = _tables(con)
         if "raw.sync_runs" in tables:
             _sync_runs(con)
+        _names(con)
         cursor = con.execute(HEADLINE_SQL)
         names = [d[0] for d in cursor.description]
         headline = dict(zip(names, (int(v) for v in cursor.fetchone()), strict=True))  # type: ignore[union-attr]
