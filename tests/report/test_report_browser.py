@@ -137,3 +137,54 @@ def test_an_empty_warehouse_still_draws(tmp_path: Path) -> None:
                          "expiring", "sync_issues")
     }
     assert all(t.get("data-rows") in ("0", "unavailable") for t in page.tables.values())
+
+
+INTERACT = """
+<script>
+(function () {
+  var el = document.querySelector('[data-table="completeness"]');
+  var heads = Array.prototype.slice.call(el.querySelectorAll("th"));
+  var pct = heads.filter(function (th) { return th.textContent === "completeness %"; })[0];
+  var index = heads.indexOf(pct);
+  function firstCell() { return el.querySelector("tbody tr").cells[index].textContent; }
+  function info() { return el.querySelector(".info").textContent; }
+  var out = document.body.dataset;
+  pct.click(); out.ascFirst = firstCell();
+  pct.click(); out.descFirst = firstCell(); out.descSort = pct.getAttribute("aria-sort");
+  el.querySelector("button:nth-of-type(2)").click(); out.page2 = info();
+  var filter = el.querySelector("input");
+  filter.value = "FILTER_TEXT"; filter.dispatchEvent(new Event("input"));
+  out.filtered = info(); out.filteredRows = String(el.querySelectorAll("tbody tr").length);
+})();
+</script>
+</body>"""
+
+
+def test_tables_sort_page_and_filter(synced: Synced, tmp_path: Path) -> None:
+    """Click a heading twice, go to page 2, type a filter: in the browser, on the real page."""
+    rows = query(
+        synced.warehouse,
+        """
+        select c.company_id, any_value(c.company_name),
+               round(100.0 * sum(answered_fields) / nullif(sum(answerable_fields), 0), 1)
+        from analytics.questionnaire_completeness c
+        where company_id <> namespace_company_id group by 1
+        """,
+    )
+    assert len(rows) > 15
+    lowest = min(r[2] for r in rows if r[2] is not None)
+    highest = max(r[2] for r in rows if r[2] is not None)
+    word = sorted(rows, key=lambda r: r[1])[0][1].split()[0]  # first word of a name
+    matching = sum(1 for r in rows if word.lower() in (r[1] or "").lower())
+    html = synced.report.read_text(encoding="utf-8")
+    page = tmp_path / "interact.html"
+    page.write_text(html.replace("</body>", INTERACT.replace("FILTER_TEXT", word)), encoding="utf-8")
+    dom, _ = dump_dom(page)
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body
+    attrs = dict(re.findall(r'data-([\w-]+)="([^"]*)"', body.group(1)))
+    assert float(attrs["asc-first"]) == lowest
+    assert float(attrs["desc-first"]) == highest and attrs["desc-sort"] == "descending"
+    assert attrs["page2"].startswith(f"16–{min(30, len(rows))} of {len(rows)} counterparties")
+    assert attrs["filtered"].startswith(f"1–{min(15, matching)} of {matching} counterparties")
+    assert int(attrs["filtered-rows"]) == min(15, matching)
