@@ -394,9 +394,11 @@ def report(
         Path, typer.Option("--out", "-o", help="HTML file to write.")
     ] = Path("reports/report.html"),
 ) -> None:
-    """Write one self-contained HTML report (opens without network): headline numbers,
-    documents expired/expiring on a timeline, completeness per counterparty, what changed
-    since the previous sync, open sync issues."""
+    """Write one self-contained HTML report of the warehouse (opens without network).
+
+    Headline numbers, documents expired/expiring on a timeline, completeness per
+    counterparty, what changed since the previous sync and open sync issues.
+    """
     from .report import ReportError, write_report
 
     try:
