@@ -6,7 +6,7 @@ UV := $(PYTHON) -m uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install bench lint sandbox clean
+.PHONY: demo test install bench lint sandbox clean browser
 
 $(BIN)/diligence: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
@@ -18,8 +18,16 @@ install: $(BIN)/diligence
 demo: install
 	$(BIN)/diligence demo
 
-test: install
+test: install browser
 	$(BIN)/pytest
+
+# Headless Chromium for the report's browser test (tests/report): Debian's package,
+# installed when missing (as root, or through sudo).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
 bench: install
 	$(BIN)/python -m benchmarks.run

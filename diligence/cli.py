@@ -385,6 +385,32 @@ def status(warehouse: WarehouseOption = DEFAULT_WAREHOUSE) -> None:
     render_status(warehouse, out)
 
 
+# -- report ------------------------------------------------------------------------------
+@app.command()
+@handle_errors
+def report(
+    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    out_file: Annotated[
+        Path, typer.Option("--out", "-o", help="HTML file to write.")
+    ] = Path("reports/report.html"),
+) -> None:
+    """Write one self-contained HTML report of the warehouse (opens without network).
+
+    Headline numbers, documents expired/expiring on a timeline, completeness per
+    counterparty, what changed since the previous sync and open sync issues.
+    """
+    from .report import ReportError, write_report
+
+    try:
+        result = write_report(warehouse, out_file)
+    except ReportError as exc:  # one line, however long the path
+        from rich.markup import escape
+
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    out.print(f"report: {result.path}  ({result.bytes / 1e6:.1f} MB)", highlight=False)
+
+
 @app.command()
 @handle_errors
 def schedule(

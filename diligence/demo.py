@@ -51,6 +51,9 @@ def run_demo(
     if analytics.failed_checks:
         raise SyncError("data checks failed: " + ", ".join(c.name for c in analytics.failed_checks))
     files = export_reports(warehouse, out_dir, "csv") + export_reports(warehouse, out_dir, "parquet")
+    from .report import write_report
+
+    report = write_report(warehouse, out_dir / "report.html")
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         row = con.execute(SUMMARY_SQL).fetchall()[0]
@@ -76,5 +79,6 @@ def run_demo(
             f"Reports:   {out_dir}/ ({len(files)} files: "
             + ", ".join(sorted({f.path.name for f in files}))
             + ")",
+            f"Report:    {report.path}  (open it in a browser; it needs no network)",
         ]
     )

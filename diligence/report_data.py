@@ -1,0 +1,457 @@
+"""What the HTML report shows, read from the warehouse in one read-only session.
+
+Every number is a query over the `analytics` schema (and `raw.sync_runs` for freshness
+and for when the previous sync ran); nothing is computed in the browser but paging and
+sorting. Large lists travel as positional rows (``columns`` + ``rows``) to keep the file
+small: with 10,000 counterparties the charts get aggregates, the tables get every row.
+
+"What changed since the previous sync" compares, per namespace, what its latest
+successful sync loaded against the versions before it:
+
+- answers from ``analytics.answer_changes``;
+- documents and connections from a history relation chosen by :func:`history_sources`:
+  the marts ``analytics.document_history`` / ``analytics.connection_history`` when the
+  warehouse has them, else the scd2 versions of ``raw.documents`` (connections have no
+  raw history, so without the mart their changes are reported as unavailable).
+
+A namespace synced only once has no previous sync: nothing is reported as changed there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+#: Tables the report cannot do without.
+REQUIRED_TABLES = (
+    "analytics.connections",
+    "analytics.questionnaire_completeness",
+    "analytics.answers",
+    "analytics.document_expiry",
+    "analytics.sync_issues",
+)
+
+
+class ReportError(RuntimeError):
+    """The warehouse cannot be reported on (missing, or not modelled yet)."""
+
+
+@dataclass
+class Table:
+    """Rows for a client-side table: column names and positional rows."""
+
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+@dataclass
+class ReportData:
+    warehouse: str
+    generated_at: datetime
+    headline: dict[str, int]
+    expiring_within_days: int
+    evaluated_at: datetime | None
+    freshness: Table
+    timeline: list[dict[str, Any]]
+    undated_documents: dict[str, int]
+    expiring_documents: Table
+    completeness: Table
+    completeness_buckets: list[dict[str, Any]]
+    changes: dict[str, Any]
+    sync_issues: Table
+    #: namespace_company_id -> the namespace company's name, where raw.companies has it.
+    namespace_names: dict[str, str] = field(default_factory=dict)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+def _table(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> Table:
+    cursor = con.execute(sql, params or [])
+    columns = [d[0] for d in cursor.description]
+    return Table(columns, [[_jsonable(v) for v in row] for row in cursor.fetchall()])
+
+
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    row = con.execute(sql).fetchone()
+    return None if row is None else row[0]
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {
+        f"{schema}.{name}"
+        for schema, name in con.execute(
+            "select table_schema, table_name from information_schema.tables"
+        ).fetchall()
+    }
+
+
+def open_warehouse(warehouse: Path) -> duckdb.DuckDBPyConnection:
+    """A read-only session on `warehouse`, or :class:`ReportError` saying what is missing."""
+    if not warehouse.exists():
+        raise ReportError(f"no warehouse at {warehouse}; run `diligence sync` first")
+    try:
+        con = duckdb.connect(str(warehouse), read_only=True)
+    except duckdb.Error as exc:
+        raise ReportError(f"cannot open {warehouse}: {str(exc).splitlines()[0]}") from None
+    tables = _tables(con)
+    missing = [t for t in REQUIRED_TABLES if t not in tables]
+    if missing:
+        con.close()
+        if not any(t.startswith("analytics.") for t in tables):
+            raise ReportError(f"{warehouse} has no analytics schema; run `diligence models` first")
+        raise ReportError(f"{warehouse} lacks {missing[0]}; run `diligence models` first")
+    con.execute("set TimeZone = 'UTC'")
+    return con
+
+
+# -- headline and freshness -------------------------------------------------------------
+HEADLINE_SQL = """
+select
+    (select count(distinct company_id) from analytics.connections) as counterparties,
+    (select count(*) from analytics.questionnaire_completeness) as questionnaires,
+    (select count(*) from analytics.answers where is_answered) as answered_fields,
+    (select count(*) from analytics.document_expiry) as documents,
+    (select count(*) from analytics.document_expiry where expiry_status = 'expired') as expired,
+    (select count(*) from analytics.document_expiry where expiry_status = 'expiring') as expiring,
+    (select count(*) from analytics.sync_issues) as sync_issues
+"""
+
+FRESHNESS_SQL = """
+select
+    namespace_company_id as namespace,
+    max(coalesce(finished_at, synced_at)) filter (where status = 'success') as last_success,
+    arg_max(status, coalesce(started_at, synced_at)) as last_outcome,
+    arg_max(error, coalesce(started_at, synced_at)) as last_error,
+    count(*) filter (where status = 'success') as successful_syncs
+from sync_runs
+group by 1
+order by 1
+"""
+
+FRESHNESS_FALLBACK_SQL = """
+select namespace_company_id as namespace, max(synced_at) as last_success,
+       'success' as last_outcome, null as last_error, null as successful_syncs
+from analytics.connections group by 1 order by 1
+"""
+
+
+def _sync_runs(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp view ``sync_runs`` over raw.sync_runs with the columns the report reads
+    (a column dlt has not created yet, having seen only NULLs, reads as NULL)."""
+    present = {
+        name for (name,) in con.execute(
+            "select column_name from information_schema.columns "
+            "where table_schema = 'raw' and table_name = 'sync_runs'"
+        ).fetchall()
+    }
+    wanted = {"namespace_company_id": "varchar", "started_at": "timestamptz",
+              "finished_at": "timestamptz", "synced_at": "timestamptz", "status": "varchar",
+              "error": "varchar"}
+    columns = ", ".join(
+        name if name in present else f"null::{kind} as {name}" for name, kind in wanted.items()
+    )
+    con.execute(f"create or replace temp view sync_runs as select {columns} from raw.sync_runs")
+
+
+def _age_hours(last: Any, now: datetime) -> float | None:
+    if not isinstance(last, datetime):
+        return None
+    if last.tzinfo is None:
+        last = last.replace(tzinfo=timezone.utc)
+    return round((now - last).total_seconds() / 3600, 1)
+
+
+# -- documents --------------------------------------------------------------------------
+TIMELINE_SQL = """
+select cast(date_trunc('month', expiration_date) as date) as month, expiry_status as status,
+       count(*) as documents
+from analytics.document_expiry
+where expiry_status in ('expired', 'expiring', 'valid')
+group by all
+order by 1, 2
+"""
+
+EXPIRING_SQL = """
+select coalesce(company_name, company_id) as counterparty, namespace_company_id,
+       company_type_id, document_name, category, type,
+       cast(expiration_date as date) as expiration_date, days_until_expiry, expiry_status
+from analytics.document_expiry
+where expiry_status in ('expired', 'expiring')
+order by counterparty, company_id, days_until_expiry, document_id
+"""
+
+# -- completeness -----------------------------------------------------------------------
+COMPLETENESS_SQL = """
+with per_counterparty as (
+    select company_id, any_value(company_name) as company_name,
+           count(*) as questionnaires,
+           count(distinct namespace_company_id) as namespaces,
+           sum(answerable_fields) as answerable_fields,
+           sum(answered_fields) as answered_fields
+    from analytics.questionnaire_completeness
+    where company_id <> namespace_company_id  -- a namespace's own questionnaire is no counterparty's
+    group by company_id
+),
+names as (
+    select company_id, any_value(name) as name from analytics.connections group by 1
+)
+select coalesce(p.company_name, names.name, p.company_id) as counterparty, p.company_id,
+       p.namespaces, p.questionnaires, cast(p.answered_fields as bigint) as answered_fields,
+       cast(p.answerable_fields as bigint) as answerable_fields,
+       case when p.answerable_fields > 0
+            then round(100.0 * p.answered_fields / p.answerable_fields, 1) end as completeness_pct
+from per_counterparty p left join names using (company_id)
+order by completeness_pct nulls first, counterparty
+"""
+
+# -- sync issues ------------------------------------------------------------------------
+ISSUES_SQL = """
+select i.namespace_company_id, i.endpoint, i.company_id,
+       coalesce(n.counterparty, i.company_id) as counterparty, i.company_type_id, i.http_status,
+       i.message, i.synced_at
+from analytics.sync_issues i left join report_names n on n.company_id = i.company_id
+order by i.namespace_company_id, i.endpoint, i.company_id, i.company_type_id
+"""
+
+
+# -- changes since the previous sync ----------------------------------------------------
+SYNC_WINDOWS_SQL = """
+with ok as (
+    select namespace_company_id, coalesce(synced_at, started_at) as started_at,
+           row_number() over (
+               partition by namespace_company_id order by coalesce(synced_at, started_at) desc
+           ) as recency
+    from sync_runs where status = 'success'
+)
+select namespace_company_id,
+       max(started_at) filter (where recency = 1) as latest_started_at,
+       max(started_at) filter (where recency = 2) as previous_started_at
+from ok group by 1
+"""
+
+#: (namespace_company_id, since): when each namespace's latest successful sync began
+#: (its ``synced_at``, the same instant dlt stamps as ``_dlt_valid_from`` on the versions
+#: it loads), for the namespaces that had a successful sync before it.
+WINDOWS = "report_windows"
+#: (company_id, counterparty): a display name for every company the analytics know.
+NAMES = "report_names"
+
+
+def history_sources(tables: set[str]) -> dict[str, str | None]:
+    """Version history of documents and connections, as relations with the columns
+    namespace_company_id, company_id, item_id, item_name, detail, valid_from, valid_to.
+
+    The one place that knows where history lives: the analytics marts when present,
+    else raw's scd2 versions; None when there is no history to compare.
+    """
+    sources: dict[str, str | None] = {"documents": None, "connections": None}
+    if "analytics.document_history" in tables:
+        sources["documents"] = """
+            select namespace_company_id, company_id, company_type_id || '/' || document_id
+                       as item_id,
+                   document_name as item_name,
+                   cast(cast(expiration_date as date) as varchar) as detail,
+                   valid_from, valid_to
+            from analytics.document_history"""
+    elif "raw.documents" in tables:
+        sources["documents"] = """
+            select namespace_company_id, company_id, company_type_id || '/' || document_id
+                       as item_id,
+                   name as item_name, left(expiration_date, 10) as detail,
+                   _dlt_valid_from as valid_from, _dlt_valid_to as valid_to
+            from raw.documents"""
+    if "analytics.connection_history" in tables:
+        sources["connections"] = """
+            select namespace_company_id, company_id, company_id as item_id, name as item_name,
+                   null::varchar as detail, valid_from, valid_to
+            from analytics.connection_history"""
+    return sources
+
+
+def _history_changes(con: duckdb.DuckDBPyConnection, relation: str) -> Table:
+    """Items added, changed or removed by each namespace's latest sync, from a history
+    relation of :func:`history_sources`."""
+    return _table(
+        con,
+        f"""
+        with history as ({relation}),
+        latest as (
+            select h.*, w.since from history h join {WINDOWS} w using (namespace_company_id)
+        ),
+        opened as (
+            select * from latest where valid_from >= since
+        ),
+        closed as (
+            select * from latest where valid_to is not null and valid_to >= since
+        ),
+        earlier as (
+            select distinct namespace_company_id, item_id from latest where valid_from < since
+        ),
+        events as (
+            select o.namespace_company_id, o.company_id, o.item_id, o.item_name, o.detail,
+                   case when e.item_id is null then 'added' else 'changed' end as change,
+                   o.valid_from as changed_at
+            from opened o left join earlier e using (namespace_company_id, item_id)
+            union all
+            select c.namespace_company_id, c.company_id, c.item_id, c.item_name, c.detail,
+                   'removed', c.valid_to
+            from closed c
+            where not exists (
+                select 1 from opened o
+                where o.namespace_company_id = c.namespace_company_id and o.item_id = c.item_id
+            )
+        )
+        select e.namespace_company_id, e.company_id,
+               coalesce(n.counterparty, e.company_id) as counterparty, e.item_id, e.item_name,
+               e.detail, e.change, e.changed_at
+        from events e left join {NAMES} n on n.company_id = e.company_id
+        order by counterparty, e.company_id, e.item_id, e.namespace_company_id
+        """,
+    )
+
+
+def _names(con: duckdb.DuckDBPyConnection) -> None:
+    """Temp table NAMES: a display name for every company the analytics know."""
+    con.execute(
+        f"""
+        create or replace temp table {NAMES} as
+        select company_id, coalesce(any_value(name), company_id) as counterparty from (
+            select company_id, name from analytics.connections
+            union all select company_id, company_name from analytics.questionnaire_completeness
+            union all select company_id, company_name from analytics.document_expiry
+        ) group by company_id
+        """
+    )
+
+
+def _changes(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, Any]:
+    if "raw.sync_runs" not in tables:
+        return {"available": False, "namespaces": [], "answers": None, "documents": None,
+                "connections": None}
+    windows = con.execute(SYNC_WINDOWS_SQL).fetchall()
+    compared = [(ns, latest) for ns, latest, previous in windows if previous is not None]
+    con.execute(f"create or replace temp table {WINDOWS} (namespace_company_id varchar, since timestamptz)")
+    if compared:
+        con.executemany(f"insert into {WINDOWS} values (?, ?)", [list(row) for row in compared])
+    answers = _table(
+        con,
+        f"""
+        select c.namespace_company_id, c.company_id,
+               coalesce(n.counterparty, c.company_id) as counterparty, c.company_type_id, coalesce(c.field_label, c.field_id) as field,
+               c.old_answer_text, c.new_answer_text, c.changed_at
+        from analytics.answer_changes c join {WINDOWS} w using (namespace_company_id)
+        left join {NAMES} n on n.company_id = c.company_id
+        where c.changed_at >= w.since
+        order by 1, 2, 4, 5
+        """,
+    )
+    sources = history_sources(tables)
+    return {
+        "available": True,
+        "namespaces": [
+            {"namespace": ns, "since": _jsonable(latest), "previous": _jsonable(previous)}
+            for ns, latest, previous in sorted(windows)
+        ],
+        "answers": answers,
+        "documents": None if sources["documents"] is None
+        else _history_changes(con, sources["documents"]),
+        "connections": None if sources["connections"] is None
+        else _history_changes(con, sources["connections"]),
+    }
+
+
+# -- everything -------------------------------------------------------------------------
+def collect(warehouse: Path, *, now: datetime | None = None) -> ReportData:
+    """Read everything the report shows from `warehouse` (read-only)."""
+    now = now or datetime.now(timezone.utc)
+    con = open_warehouse(warehouse)
+    try:
+        tables = _tables(con)
+        if "raw.sync_runs" in tables:
+            _sync_runs(con)
+        _names(con)
+        cursor = con.execute(HEADLINE_SQL)
+        names = [d[0] for d in cursor.description]
+        headline = dict(zip(names, (int(v) for v in cursor.fetchone()), strict=True))  # type: ignore[union-attr]
+        days, evaluated_at = con.execute(
+            "select max(expiring_within_days), max(evaluated_at) from analytics.document_expiry"
+        ).fetchone()  # type: ignore[misc]
+        if days is None:
+            days = 30
+
+        freshness = _table(
+            con, FRESHNESS_SQL if "raw.sync_runs" in tables else FRESHNESS_FALLBACK_SQL
+        )
+        last = freshness.columns.index("last_success")
+        freshness.columns.append("age_hours")
+        for row in freshness.rows:
+            when = row[last]
+            row.append(_age_hours(datetime.fromisoformat(when) if when else None, now))
+
+        timeline = [
+            {"month": _jsonable(month), "status": status, "documents": int(n)}
+            for month, status, n in con.execute(TIMELINE_SQL).fetchall()
+        ]
+        undated = dict(
+            con.execute(
+                "select expiry_status, count(*) from analytics.document_expiry "
+                "where expiry_status not in ('expired', 'expiring', 'valid') group by 1"
+            ).fetchall()
+        )
+        completeness = _table(con, COMPLETENESS_SQL)
+        buckets = [
+            {"bucket": bucket, "low": low, "counterparties": int(n)}
+            for bucket, low, n in con.execute(
+                f"""
+                with c as ({COMPLETENESS_SQL}),
+                b as (
+                    select case
+                        when completeness_pct is null then 'no fields'
+                        when completeness_pct >= 100 then '100%'
+                        else cast(cast(floor(completeness_pct / 10) * 10 as integer) as varchar)
+                             || '–' || cast(cast(floor(completeness_pct / 10) * 10 + 10 as integer)
+                             as varchar) || '%'
+                    end as bucket,
+                    coalesce(least(floor(completeness_pct / 10) * 10, 100), -10) as low
+                    from c
+                )
+                select bucket, low, count(*) from b group by all order by low
+                """
+            ).fetchall()
+        ]
+        namespace_names: dict[str, str] = {}
+        if "raw.companies" in tables:
+            namespace_names = dict(
+                con.execute(
+                    "select company_id, any_value(name) from raw.companies "
+                    "where company_id = namespace_company_id and name is not null group by 1"
+                ).fetchall()
+            )
+        return ReportData(
+            warehouse=str(warehouse),
+            generated_at=now,
+            headline=headline,
+            expiring_within_days=int(days),
+            evaluated_at=evaluated_at,
+            freshness=freshness,
+            timeline=timeline,
+            undated_documents={k: int(v) for k, v in undated.items()},
+            expiring_documents=_table(con, EXPIRING_SQL),
+            completeness=completeness,
+            completeness_buckets=buckets,
+            changes=_changes(con, tables),
+            sync_issues=_table(con, ISSUES_SQL),
+            namespace_names=namespace_names,
+        )
+    finally:
+        con.close()

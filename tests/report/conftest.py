@@ -1,0 +1,66 @@
+"""A warehouse synced twice from the sandbox, with changes in between, and its report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from diligence.analytics import rebuild_analytics
+from diligence.report import write_report
+from diligence.sandbox.server import SandboxServer
+from tests.helpers import sync
+
+
+@dataclass
+class Synced:
+    warehouse: Path
+    report: Path
+    changed_answer: tuple[str, str, str]  # company_id, company_type_id, field_id
+    changed_document: str
+    deleted_document: str
+    removed_connection: tuple[str, str]  # namespace_company_id, company_id
+
+
+@pytest.fixture(scope="package")
+def synced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synced]:
+    """Sync the small sandbox, change an answer, a document's expiry, delete a document
+    and drop a connection, sync again, build the models and write the report."""
+    folder = tmp_path_factory.mktemp("report")
+    warehouse = folder / "warehouse.duckdb"
+    with SandboxServer(scale="small") as server:
+        assert not sync(server, warehouse).failed
+        rebuild_analytics(warehouse)
+        con = duckdb.connect(str(warehouse), read_only=True)
+        try:
+            ns, removed = con.execute(
+                "select namespace_company_id, company_id from analytics.connections "
+                "order by company_id desc limit 1"
+            ).fetchone()  # type: ignore[misc]
+            company, type_id, field_id = con.execute(
+                "select company_id, company_type_id, field_id from analytics.answers "
+                "where field_type = 'Input' and company_id <> ? order by all limit 1",
+                [removed],
+            ).fetchone()  # type: ignore[misc]
+            changed, deleted = (
+                row[0]
+                for row in con.execute(
+                    "select distinct document_id from analytics.document_expiry "
+                    "where company_id <> ? order by 1 limit 2",
+                    [removed],
+                ).fetchall()
+            )
+        finally:
+            con.close()
+        world = server.world
+        world.set_answer(company, type_id, field_id, {"value": "Revised answer"})
+        world.update_document(changed, set_fields={"expirationDate": "2021-03-04T00:00:00"})
+        world.delete_document(deleted)
+        world.remove_connection(ns, removed)
+        assert not sync(server, warehouse).failed
+        assert not rebuild_analytics(warehouse).failed_checks
+    report = write_report(warehouse, folder / "report.html").path
+    yield Synced(warehouse, report, (company, type_id, field_id), changed, deleted, (ns, removed))

@@ -1,0 +1,205 @@
+"""The report's numbers against the warehouse, its change detection, and that it is
+self-contained (nothing to fetch when opened)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from diligence.report import render_html, write_report
+from diligence.report_data import ReportError, collect, history_sources
+from tests.helpers import query
+
+from .conftest import Synced
+
+
+def _json_block(html: str, block_id: str) -> object:
+    match = re.search(rf'<script type="application/json" id="{block_id}">(.*?)</script>', html, re.S)
+    assert match, block_id
+    return json.loads(match.group(1))
+
+
+def test_headline_is_the_warehouse_totals(synced: Synced) -> None:
+    data = collect(synced.warehouse)
+    (expected,) = query(
+        synced.warehouse,
+        """
+        select (select count(distinct company_id) from analytics.connections),
+               (select count(*) from analytics.questionnaire_completeness),
+               (select count(*) from analytics.answers where is_answered),
+               (select count(*) from analytics.document_expiry where expiry_status = 'expired'),
+               (select count(*) from analytics.document_expiry where expiry_status = 'expiring'),
+               (select count(*) from analytics.sync_issues)
+        """,
+    )
+    h = data.headline
+    assert (
+        h["counterparties"], h["questionnaires"], h["answered_fields"], h["expired"],
+        h["expiring"], h["sync_issues"],
+    ) == expected
+    assert h["expired"] > 0 and h["expiring"] > 0 and h["sync_issues"] > 0
+    assert len(data.expiring_documents.rows) == h["expired"] + h["expiring"]
+    assert sum(t["documents"] for t in data.timeline) + sum(data.undated_documents.values()) == h[
+        "documents"
+    ]
+    # every counterparty with a questionnaire has one completeness row, with exact sums
+    (companies, answered) = query(
+        synced.warehouse,
+        "select count(distinct company_id), sum(answered_fields) "
+        "from analytics.questionnaire_completeness where company_id <> namespace_company_id",
+    )[0]
+    assert len(data.completeness.rows) == companies
+    column = data.completeness.columns.index("answered_fields")
+    assert sum(r[column] for r in data.completeness.rows) == answered
+    assert sum(b["counterparties"] for b in data.completeness_buckets) == companies
+    # freshness: one row per synced namespace, each synced twice successfully
+    assert {r[0] for r in data.freshness.rows} == {
+        ns for (ns,) in query(synced.warehouse, "select distinct namespace_company_id from raw.sync_runs")
+    }
+    assert all(r[data.freshness.columns.index("successful_syncs")] == 2 for r in data.freshness.rows)
+
+
+def test_changes_since_the_previous_sync(synced: Synced) -> None:
+    changes = collect(synced.warehouse).changes
+    assert changes["available"] and all(n["previous"] for n in changes["namespaces"])
+
+    answers = changes["answers"]
+    rows = [dict(zip(answers.columns, r, strict=True)) for r in answers.rows]
+    company, type_id, _ = synced.changed_answer
+    assert rows and all(r["new_answer_text"] == "Revised answer" for r in rows)
+    assert {(r["company_id"], r["company_type_id"]) for r in rows} == {(company, type_id)}
+
+    documents = changes["documents"]
+    events = {(r[documents.columns.index("item_id")].split("/")[1], r[documents.columns.index("change")])
+              for r in documents.rows}
+    assert (synced.changed_document, "changed") in events
+    assert (synced.deleted_document, "removed") in events
+    ns, removed = synced.removed_connection
+    removed_docs = query(
+        synced.warehouse,
+        "select count(*) from raw.documents where namespace_company_id = ? and company_id = ? "
+        "and _dlt_valid_to is not null",
+        ns, removed,
+    )[0][0]
+    company_column = documents.columns.index("company_id")
+    assert sum(1 for r in documents.rows if r[company_column] == removed and r[0] == ns) == removed_docs
+    # nothing else changed: every event is one of the three edits
+    assert {doc for doc, _ in events} <= {
+        synced.changed_document, synced.deleted_document,
+        *(d for (d,) in query(synced.warehouse,
+                              "select document_id from raw.documents where company_id = ?", removed)),
+    }
+    # connections have no history in raw: reported as unavailable, not as "no change"
+    assert changes["connections"] is None
+
+
+def test_changes_read_the_history_marts_when_they_exist(synced: Synced, tmp_path: Path) -> None:
+    """Once analytics.document_history / connection_history exist, they are the source."""
+    copy = tmp_path / "w.duckdb"
+    shutil.copy(synced.warehouse, copy)
+    con = duckdb.connect(str(copy))
+    try:
+        con.execute(
+            """
+            create table analytics.document_history as
+            select namespace_company_id, company_id, company_type_id, document_id,
+                   name as document_name, category, type,
+                   try_cast(issue_date as timestamp) as issue_date,
+                   try_cast(expiration_date as timestamp) as expiration_date,
+                   _dlt_valid_from as valid_from, _dlt_valid_to as valid_to,
+                   _dlt_valid_to is null as is_current
+            from raw.documents
+            """
+        )
+        ns, removed = synced.removed_connection
+        con.execute(
+            """
+            create table analytics.connection_history as
+            select namespace_company_id, company_id, name, given_company_type_ids,
+                   received_company_type_ids, _dlt_valid_from as valid_from, _dlt_valid_to
+                   as valid_to, _dlt_valid_to is null as is_current
+            from (select namespace_company_id, company_id, name, given_company_type_ids,
+                         received_company_type_ids,
+                         (select min(synced_at) from raw.sync_runs) as _dlt_valid_from,
+                         null::timestamptz as _dlt_valid_to
+                  from raw.connections
+                  union all
+                  select ?, ?, 'Gone Ltd', null, null,
+                         (select min(synced_at) from raw.sync_runs),
+                         (select max(synced_at) from raw.sync_runs))
+            """,
+            [ns, removed],
+        )
+    finally:
+        con.close()
+    assert history_sources({"analytics.document_history", "raw.documents"})["documents"].strip().endswith(
+        "analytics.document_history"
+    )
+    changes = collect(copy).changes
+    before = collect(synced.warehouse).changes
+    assert sorted(changes["documents"].rows) == sorted(before["documents"].rows)
+    connections = changes["connections"]
+    assert [(r[0], r[1], r[connections.columns.index("change")]) for r in connections.rows] == [
+        (ns, removed, "removed")
+    ]
+
+
+def test_first_sync_reports_no_changes(sandbox, warehouse: Path) -> None:  # type: ignore[no-untyped-def]
+    from diligence.analytics import rebuild_analytics
+    from tests.helpers import sync
+
+    assert not sync(sandbox, warehouse).failed
+    rebuild_analytics(warehouse)
+    data = collect(warehouse)
+    assert data.changes["namespaces"] and not any(n["previous"] for n in data.changes["namespaces"])
+    assert data.changes["answers"].rows == [] and data.changes["documents"].rows == []
+    html = render_html(data)
+    assert html.count("has been synced once: nothing to compare yet") == len(data.changes["namespaces"])
+
+
+def test_the_page_is_self_contained(synced: Synced) -> None:
+    html = synced.report.read_text(encoding="utf-8")
+    # nothing loaded from elsewhere: no external scripts, styles, images or frames in the
+    # markup (the inline scripts' bodies are code, not markup)
+    markup = re.sub(r"(<script\b[^>]*>).*?(</script>)", r"\1\2", html, flags=re.S)
+    assert markup.count("<script") == 5  # 3 JSON blocks, the Vega bundle, the page script
+    assert not re.search(r"<(script|link|img|iframe)\b[^>]*\b(src|href)\s*=", markup, re.I)
+    assert "default-src 'none'" in html  # and the browser is told to fetch nothing
+    assert "vegaEmbed" in html and "window.vegaLite" in html  # the libraries are inline
+    specs = _json_block(html, "report-specs")
+    assert set(specs) == {"timeline", "completeness", "least-complete"}  # type: ignore[arg-type]
+    assert all(s["$schema"].startswith("https://vega.github.io/schema/vega-lite/") for s in specs.values())  # type: ignore[union-attr]
+    tables = _json_block(html, "report-tables")
+    data = collect(synced.warehouse)
+    assert tables["expiring"]["rows"] == data.expiring_documents.rows  # type: ignore[index]
+    for key, label in (("expired", "documents expired"), ("sync_issues", "open sync issues")):
+        assert re.search(
+            rf'data-total="{key}"><span class="n">{data.headline[key]:,}</span><span class="label">{label}',
+            html,
+        )
+
+
+def test_text_from_the_service_cannot_inject_markup(synced: Synced, tmp_path: Path) -> None:
+    data = collect(synced.warehouse)
+    data.expiring_documents.rows[0][4] = "</script><script>alert(1)</script>"
+    data.namespace_names = {k: "<b>x</b>" for k in data.namespace_names}
+    html = render_html(data)
+    assert "</script><script>alert(1)" not in html
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    tables = _json_block(html, "report-tables")
+    assert tables["expiring"]["rows"][0][4] == "</script><script>alert(1)</script>"  # type: ignore[index]
+
+
+def test_missing_warehouse_or_models_is_a_report_error(tmp_path: Path) -> None:
+    with pytest.raises(ReportError, match="no warehouse at"):
+        write_report(tmp_path / "none.duckdb", tmp_path / "r.html")
+    empty = tmp_path / "empty.duckdb"
+    duckdb.connect(str(empty)).close()
+    with pytest.raises(ReportError, match="no analytics schema; run `diligence models` first"):
+        write_report(empty, tmp_path / "r.html")
+    assert not (tmp_path / "r.html").exists()
