@@ -32,12 +32,14 @@ import asyncio
 import base64
 import contextlib
 import email.utils
+import gc
 import hashlib
 import ipaddress
 import logging
 import math
 import os
 import pathlib
+import random
 import secrets
 import ssl
 import time
@@ -50,8 +52,6 @@ from urllib.parse import quote
 
 import httpx
 import orjson
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
-from tenacity.wait import wait_random_exponential
 
 from . import settings as s
 from .auth import TokenManager, TokenStore
@@ -80,6 +80,7 @@ from .models import (
     split_page,
     token_from_body,
 )
+from .transport import AiohttpTransport, CertificateError, NameResolutionError
 
 __all__ = ["DownloadResult", "RequestStats", "ServiceClient"]
 
@@ -125,10 +126,15 @@ class _Retryable(Exception):
     """One failed attempt that tenacity may retry; never escapes the client."""
 
     def __init__(self, last_error: str, message: str, *, status_code: int | None = None,
-                 retry_after: float | None = None, cause: BaseException | None = None) -> None:
+                 retry_after: float | None = None, cause: BaseException | None = None,
+                 final: bool = False) -> None:
         super().__init__(last_error)
         self.last_error, self.message, self.status_code = last_error, message, status_code
-        self.retry_after, self.cause = retry_after, cause
+        self.retry_after, self.cause, self.final = retry_after, cause, final
+
+
+class _Refused(ValueError):
+    """A body refused on sight (nested too deep): not retried."""
 
 
 class ServiceClient:
@@ -160,6 +166,9 @@ class ServiceClient:
         allow_insecure_http: bool = False,
         transport: httpx.AsyncBaseTransport | None = None,
         user_agent: str = s.USER_AGENT,
+        max_response_bytes: int = s.DEFAULT_MAX_RESPONSE_BYTES,
+        max_download_bytes: int = s.DEFAULT_MAX_DOWNLOAD_BYTES,
+        relogin_budget: int = s.DEFAULT_RELOGIN_BUDGET,
     ) -> None:
         self._base = _validate_base_url(base_url, allow_insecure_http)
         self._allow_insecure_http = allow_insecure_http
@@ -173,6 +182,12 @@ class ServiceClient:
             raise ConfigurationError("requests_per_second must be positive (or None)")
         if backoff_initial < 0 or backoff_max < backoff_initial:
             raise ConfigurationError("backoff needs 0 <= backoff_initial <= backoff_max")
+        if max_response_bytes < 1 or max_download_bytes < 1 or relogin_budget < 0:
+            raise ConfigurationError("max_response_bytes and max_download_bytes must be positive, "
+                                     "relogin_budget not negative")
+        base = httpx.URL(self._base)
+        self._origin = _origin(base)
+        self._prefix = _path_of(base).rstrip("/")
         self._verify = _tls_verify(ca_bundle, verify_tls)
         self._password = password
         self._access_token = access_token
@@ -183,11 +198,16 @@ class ServiceClient:
         self._max_concurrency = max_concurrency
         self._timeout = request_timeout
         self._max_attempts = max_attempts
-        self._jitter = wait_random_exponential(multiplier=backoff_initial, max=backoff_max)
+        self._backoff_initial, self._backoff_max = backoff_initial, backoff_max
+        self._max_response_bytes, self._max_download_bytes = max_response_bytes, max_download_bytes
         self._transport = transport
         self._user_agent = user_agent
+        self._headers = {"User-Agent": user_agent, s.ACCEPT_HEADER: "application/json"}
+        self._extensions = {"timeout": httpx.Timeout(request_timeout).as_dict()}
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._http: httpx.AsyncClient | None = None
+        self._sender: httpx.AsyncBaseTransport | None = None
+        self._gc_threshold: tuple[int, int, int] | None = None
         self.stats = RequestStats()
         self.throttle = AdaptiveThrottle(requests_per_second)
         self.tokens = TokenManager(
@@ -197,6 +217,7 @@ class ServiceClient:
             store=token_store,
             renew_margin_seconds=renew_margin_seconds,
             on_event=self._count_auth_event,
+            relogin_budget=relogin_budget,
         )
 
     def __repr__(self) -> str:
@@ -204,23 +225,38 @@ class ServiceClient:
         return f"ServiceClient({self._base!r}, {mode})"
 
     async def __aenter__(self) -> Self:
+        """Open the connection pool; the start-up heap is frozen out of the GC's scans."""
         limits = httpx.Limits(max_connections=self._max_concurrency,
                               max_keepalive_connections=self._max_concurrency)
+        self._sender = self._transport or AiohttpTransport(
+            verify=self._verify, max_connections=self._max_concurrency, timeout=self._timeout)
         self._http = httpx.AsyncClient(
-            transport=self._transport,
+            transport=self._sender,
             verify=self._verify,
             timeout=httpx.Timeout(self._timeout),
             limits=limits,
             headers={"User-Agent": self._user_agent, s.ACCEPT_HEADER: "application/json"},
             follow_redirects=False,
         )
+        # Every response allocates many short-lived objects; with the default gen-0
+        # threshold (700) the collector rescans the young heap thousands of times per
+        # sync. Freeze what exists now and collect young objects less often.
+        gc.freeze()
+        if self._gc_threshold is None:
+            self._gc_threshold = gc.get_threshold()
+            gc.set_threshold(max(self._gc_threshold[0], s.GC_GEN0_THRESHOLD),
+                             *self._gc_threshold[1:])
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._gc_threshold is not None:
+            gc.set_threshold(*self._gc_threshold)
+            self._gc_threshold = None
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+            self._sender = None
 
     # Endpoints -------------------------------------------------------------------------
 
@@ -286,47 +322,56 @@ class ServiceClient:
         """
         target = _checked_download_url(url, self._allow_insecure_http)
         path = _path_of(target)
-        limited = _origin(target) == _origin(httpx.URL(self._base))
+        limited = _origin(target) == self._origin
         dest = pathlib.Path(dest)
         return await self._with_retries(
             "GET", path, None, lambda attempt: self._download_once(target, path, dest, limited, attempt))
 
     # Pipeline --------------------------------------------------------------------------
 
+    def _url(self, path: str) -> httpx.URL:
+        return httpx.URL(self._base + path)
+
     async def _get(self, path: str, namespace: str | None, parse: Callable[[httpx.Response], T]) -> T:
-        return await self._call("GET", self._base + path, namespace, _BEARER, parse)
+        return await self._call("GET", self._url(path), self._prefix + path, namespace, _BEARER, parse)
 
     async def _get_list(self, path: str, namespace: str, item_type: type[T]) -> list[T]:
         items_adapter = adapter(list[item_type])  # type: ignore[valid-type]
-        url = self._base + path
-        seen: set[str] = set()
+        url = self._url(path)
+        path = self._prefix + path
+        seen: set[httpx.URL] = set()
         items: list[T] = []
         for _ in range(s.MAX_PAGES):
             seen.add(url)
             page, next_link = await self._call(
-                "GET", url, namespace, _BEARER, lambda r: _parse_page(r, items_adapter))
+                "GET", url, path, namespace, _BEARER, lambda r: _parse_page(r, items_adapter))
             items.extend(page)
             if next_link is None:
                 return items
-            url = self._resolve_next(url, next_link, namespace)
+            url = self._resolve_next(url, path, next_link, namespace)
+            path = _path_of(url)
             if url in seen:
                 raise ResponseFormatError("pagination loop: a next link repeats a page already read",
-                                          method="GET", path=_path_of(httpx.URL(url)), namespace=namespace)
+                                          method="GET", path=path, namespace=namespace)
         raise ResponseFormatError(f"more than {s.MAX_PAGES} pages", method="GET", path=path,
                                   namespace=namespace)
 
-    async def _call(self, method: str, url: str, namespace: str | None, auth: str,
+    async def _call(self, method: str, url: httpx.URL, path: str, namespace: str | None, auth: str,
                     parse: Callable[[httpx.Response], T], token: str | None = None) -> T:
-        path = _path_of(httpx.URL(url))
-
         async def once(attempt: int) -> T:
             response = await self._attempt(method, url, path, namespace, auth, token, attempt)
             try:
                 return parse(response)
+            except _Refused as exc:
+                raise ResponseFormatError(str(exc), method=method, path=path, namespace=namespace,
+                                          status_code=response.status_code) from None
             except (ValueError, TypeError, KeyError) as exc:
-                error = ResponseFormatError(f"{type(exc).__name__}: {exc}", method=method, path=path,
-                                            namespace=namespace, status_code=response.status_code,
-                                            secrets=self._secrets())
+                # An HTML page may be a passing proxy error: retried, but named as such.
+                error = self._html_error(response, method, path, namespace) if _is_html(response) \
+                    else ResponseFormatError(f"{type(exc).__name__}: {exc}", method=method,
+                                             path=path, namespace=namespace,
+                                             status_code=response.status_code,
+                                             secrets=self._secrets())
                 raise _Retryable("ResponseFormatError", error.message,
                                  status_code=response.status_code, cause=error) from None
 
@@ -334,58 +379,78 @@ class ServiceClient:
 
     async def _with_retries(self, method: str, path: str, namespace: str | None,
                             once: Callable[[int], Awaitable[T]]) -> T:
-        """Run `once(attempt_number)` under the retry policy; exhausted -> RequestFailedError."""
-        attempts = 0
-        try:
-            async for attempt in self._retrying():
-                with attempt:
-                    attempts += 1
-                    return await once(attempts)
-        except _Retryable as exc:
-            raise RequestFailedError(exc.message, method=method, path=path, namespace=namespace,
-                                     status_code=exc.status_code, attempts=attempts,
-                                     last_error=exc.last_error, secrets=self._secrets()) from exc.cause
-        raise AssertionError("unreachable")
+        """Run `once(attempt_number)` until it succeeds, is not retryable, or the
+        attempts are used up (then `RequestFailedError`). Nothing is built for the
+        retry policy unless an attempt fails."""
+        attempt = 1
+        while True:
+            try:
+                return await once(attempt)
+            except _Retryable as exc:
+                if exc.final or attempt >= self._max_attempts:
+                    raise RequestFailedError(
+                        exc.message, method=method, path=path, namespace=namespace,
+                        status_code=exc.status_code, attempts=attempt, last_error=exc.last_error,
+                        secrets=self._secrets()) from exc.cause
+                await self._pause(attempt, exc)
+            attempt += 1
 
-    async def _attempt(self, method: str, url: str, path: str, namespace: str | None, auth: str,
-                       token: str | None, attempt: int) -> httpx.Response:
+    async def _pause(self, attempt: int, exc: _Retryable) -> None:
+        """Full-jitter exponential backoff (at least any ``Retry-After``) before a retry."""
+        self.stats.retries += 1
+        high = min(self._backoff_max, self._backoff_initial * 2 ** (attempt - 1))
+        wait = max(exc.retry_after or 0.0, random.uniform(0.0, high))
+        logger.debug("retry %d/%d after %s in %.3fs", attempt + 1, self._max_attempts,
+                     exc.last_error, wait)
+        await asyncio.sleep(wait)
+
+    async def _attempt(self, method: str, url: httpx.URL, path: str, namespace: str | None,
+                       auth: str, token: str | None, attempt: int) -> httpx.Response:
         """One attempt, including the 401 handling of module docstring step 4."""
-        relogged = False
-        for _ in range(s.MAX_STALE_TOKEN_RETRIES + 2):
-            headers = {s.NAMESPACE_HEADER: s.NAMESPACE_VALUE.format(company_id=_header_id(namespace))} \
-                if namespace is not None else {}
-            if auth == _BASIC:
-                headers[s.AUTHORIZATION_HEADER] = self._basic or ""
-            elif auth == _GIVEN and token is not None:
-                headers[s.AUTHORIZATION_HEADER] = f"Bearer {token}"
+        headers = {s.NAMESPACE_HEADER: s.NAMESPACE_VALUE.format(company_id=_header_id(namespace))} \
+            if namespace is not None else {}
+        if auth == _BASIC:
+            headers[s.AUTHORIZATION_HEADER] = self._basic or ""
+        elif auth == _GIVEN and token is not None:
+            headers[s.AUTHORIZATION_HEADER] = f"Bearer {token}"
+        unauthorized = relogins = 0
+        while True:
             response, sent_token = await self._send(method, url, path, headers, attempt,
                                                     bearer=auth == _BEARER)
-            if response.status_code == 401 and auth == _BEARER and sent_token is not None:
-                if relogged and self.tokens.is_current(sent_token):
+            code = response.status_code
+            if code == 401 and auth == _BEARER and sent_token is not None:
+                unauthorized += 1
+                if relogins >= s.MAX_RELOGINS_PER_REQUEST:
                     raise self._error(AuthenticationError, response, method, path, namespace,
-                                      "still unauthorized (401) after logging in again")
-                relogged = await self.tokens.recover(sent_token) or relogged
+                                      f"still unauthorized (401) after logging in again "
+                                      f"{relogins} times")
+                if unauthorized > s.MAX_UNAUTHORIZED_PER_REQUEST:
+                    raise self._error(AuthenticationError, response, method, path, namespace,
+                                      "the token kept being replaced while retrying")
+                if await self.tokens.recover(sent_token):
+                    relogins += 1
                 continue
-            if auth in (_BASIC, _GIVEN) and response.status_code in (401, 403):
+            if auth != _BEARER and code in (401, 403):
                 what = "login" if auth == _BASIC else "token renewal"
                 raise self._error(AuthenticationError, response, method, path, namespace,
                                   f"{what} rejected; check the credentials")
-            self._check_status(response, method, path, namespace)
+            if code < 200 or code >= 300:
+                self._check_status(response, method, path, namespace)
             return response
-        raise AuthenticationError("the token kept being replaced while retrying", method=method,
-                                  path=path, namespace=namespace, status_code=401)
 
-    async def _send(self, method: str, url: str, path: str, headers: dict[str, str],
+    async def _send(self, method: str, url: httpx.URL, path: str, headers: dict[str, str],
                     attempt: int, *, bearer: bool) -> tuple[httpx.Response, str | None]:
-        """Send one request; returns the response and the bearer token it carried.
+        """Send one request and read its body; returns the response and its bearer token.
 
         A bearer request takes its token only once it holds a concurrency slot and its
         turn of the rate limit, right before it goes out: a token read earlier may
         have expired or been renewed while the request queued. Login and renewal
         requests (not `bearer`) don't queue for a slot, since queued requests may be
-        waiting for exactly that renewal.
+        waiting for exactly that renewal. `request_timeout` bounds the whole attempt,
+        from sending to the last byte of the body.
         """
-        if self._http is None:
+        sender = self._sender
+        if sender is None:
             raise ConfigurationError("use the client inside 'async with ServiceClient(...)'")
         sent_token: str | None = None
         async with self._semaphore if bearer else contextlib.nullcontext():
@@ -393,16 +458,59 @@ class ServiceClient:
             if bearer:
                 sent_token = await self.tokens.get()
                 headers = {**headers, s.AUTHORIZATION_HEADER: f"Bearer {sent_token}"}
+            request = httpx.Request(method, url, headers={**self._headers, **headers},
+                                    extensions=self._extensions)
             sent_at = self.throttle.now()
             self.stats.requests_sent += 1
             try:
-                response = await self._http.request(method, url, headers=headers)
+                async with asyncio.timeout(self._timeout):
+                    response = await sender.handle_async_request(request)
+                    response = await self._read(response, request, method, path)
             except _TRANSPORT_ERRORS as exc:
-                self._transport_failed(method, path, attempt, exc)
-            retry_after = _retry_after(response) if response.status_code == 429 else None
-            self.throttle.record(response.status_code, sent_at, retry_after)
+                self._transport_failed(method, path, attempt, exc, url)
+            except TimeoutError:
+                self._transport_failed(method, path, attempt, httpx.ReadTimeout(
+                    f"no complete answer within request_timeout ({self._timeout:g} s)"), url)
+            if response.status_code == 429:
+                self.throttle.record(429, sent_at, _retry_after(response))
+            else:
+                self.throttle.record(response.status_code, sent_at, None)
         self._count_response(method, path, attempt, response.status_code, len(response.content))
         return response, sent_token
+
+    async def _read(self, response: httpx.Response, request: httpx.Request, method: str,
+                    path: str) -> httpx.Response:
+        """Read the body into memory, refusing one over `max_response_bytes`."""
+        cap = self._max_response_bytes
+        length = response.headers.get("content-length")
+        try:
+            if response.is_stream_consumed:  # built in memory (a mock transport)
+                pass
+            elif length is not None and length.isdigit():
+                if int(length) > cap:
+                    raise self._too_large(method, path, response.status_code, int(length))
+                await response.aread()
+            else:
+                chunks, size = [], 0
+                async for chunk in response.aiter_raw():
+                    size += len(chunk)
+                    if size > cap:
+                        raise self._too_large(method, path, response.status_code, size)
+                    chunks.append(chunk)
+                response = httpx.Response(response.status_code, headers=response.headers,
+                                          content=b"".join(chunks), request=request,
+                                          extensions=response.extensions)
+            if len(response.content) > cap:  # a compressed body inflating past the cap
+                raise self._too_large(method, path, response.status_code, len(response.content))
+        finally:
+            if not response.is_closed:
+                await response.aclose()
+        return response
+
+    def _too_large(self, method: str, path: str, status: int, size: int) -> _Retryable:
+        return _Retryable("ResponseTooLarge", f"the answer ({size} bytes or more) is larger than "
+                          f"max_response_bytes ({self._max_response_bytes}); refused",
+                          status_code=status, final=True)
 
     async def _download_once(self, url: httpx.URL, path: str, dest: pathlib.Path,
                              limited: bool, attempt: int) -> DownloadResult:
@@ -410,6 +518,7 @@ class ServiceClient:
             raise ConfigurationError("use the client inside 'async with ServiceClient(...)'")
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(6)}.part")
+        cap = self._max_download_bytes
         try:
             async with self._semaphore:
                 if limited:
@@ -425,22 +534,31 @@ class ServiceClient:
                             await response.aread()
                             self._count_response("GET", path, attempt, response.status_code, 0)
                             self._check_status(response, "GET", path, None)
+                        length = response.headers.get("content-length")
+                        if length is not None and length.isdigit() and int(length) > cap:
+                            raise self._download_too_large(int(length))
                         digest, size = hashlib.sha256(), 0
                         with tmp.open("wb") as handle:
                             async for chunk in response.aiter_bytes(s.DOWNLOAD_CHUNK_SIZE):
+                                size += len(chunk)
+                                if size > cap:
+                                    raise self._download_too_large(size)
                                 handle.write(chunk)
                                 digest.update(chunk)
-                                size += len(chunk)
                         content_type = response.headers.get("content-type")
                         status = response.status_code
                 except _TRANSPORT_ERRORS as exc:
-                    self._transport_failed("GET", path, attempt, exc)
+                    self._transport_failed("GET", path, attempt, exc, url)
             self._count_response("GET", path, attempt, status, size)
             os.replace(tmp, dest)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
         return DownloadResult(path=dest, size=size, sha256=digest.hexdigest(), content_type=content_type)
+
+    def _download_too_large(self, size: int) -> _Retryable:
+        return _Retryable("ResponseTooLarge", f"the document ({size} bytes or more) is larger than "
+                          f"max_download_bytes ({self._max_download_bytes}); refused", final=True)
 
     def _check_status(self, response: httpx.Response, method: str, path: str,
                       namespace: str | None) -> None:
@@ -451,6 +569,8 @@ class ServiceClient:
             retry_after = _retry_after(response) if code in s.RETRY_AFTER_STATUS_CODES else None
             raise _Retryable(f"HTTP {code}", redact(_text(response), self._secrets()),
                              status_code=code, retry_after=retry_after)
+        if code == 404 and _is_html(response):
+            raise self._html_error(response, method, path, namespace)
         kind: type[ServiceError] = {401: AuthenticationError, 403: DeniedError,
                                     404: NotFoundError}.get(code, BadRequestError)
         raise self._error(kind, response, method, path, namespace, "")
@@ -462,35 +582,33 @@ class ServiceClient:
         return kind(message, method=method, path=path, namespace=namespace,
                     status_code=response.status_code, secrets=self._secrets())
 
-    def _resolve_next(self, current: str, link: str, namespace: str | None) -> str:
-        target = httpx.URL(current).join(link)
-        if _origin(target) != _origin(httpx.URL(self._base)):
+    def _html_error(self, response: httpx.Response, method: str, path: str,
+                    namespace: str | None) -> ResponseFormatError:
+        return ResponseFormatError(f"{self._base} answered text/html, not JSON: check base_url",
+                                   method=method, path=path, namespace=namespace,
+                                   status_code=response.status_code)
+
+    def _resolve_next(self, current: httpx.URL, path: str, link: str,
+                      namespace: str | None) -> httpx.URL:
+        target = current.join(link)
+        if _origin(target) != self._origin:
             raise ResponseFormatError("a pagination link leaves the service's origin; not followed",
-                                      method="GET", path=_path_of(httpx.URL(current)),
-                                      namespace=namespace)
-        return str(target)
+                                      method="GET", path=path, namespace=namespace)
+        return target
 
-    def _retrying(self) -> AsyncRetrying:
-        return AsyncRetrying(stop=stop_after_attempt(self._max_attempts), wait=self._wait,
-                             retry=retry_if_exception_type(_Retryable), reraise=True,
-                             before_sleep=self._before_sleep)
-
-    def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        retry_after = exc.retry_after if isinstance(exc, _Retryable) else None
-        return max(retry_after or 0.0, self._jitter(state))
-
-    def _before_sleep(self, state: RetryCallState) -> None:
-        self.stats.retries += 1
-        exc = state.outcome.exception() if state.outcome else None
-        reason = exc.last_error if isinstance(exc, _Retryable) else type(exc).__name__
-        wait = state.next_action.sleep if state.next_action else 0.0
-        logger.debug("retry %d/%d after %s in %.3fs", state.attempt_number + 1,
-                     self._max_attempts, reason, wait)
-
-    def _transport_failed(self, method: str, path: str, attempt: int, exc: Exception) -> NoReturn:
+    def _transport_failed(self, method: str, path: str, attempt: int, exc: Exception,
+                          url: httpx.URL) -> NoReturn:
         self.stats.transport_errors += 1
         logger.debug("%s %s -> %s (attempt %d)", method, path, type(exc).__name__, attempt)
+        where = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{path}"
+        if isinstance(exc, NameResolutionError):
+            raise _Retryable(type(exc).__name__, f"the host name of {where} does not resolve "
+                             f"({redact(str(exc), self._secrets())}): check base_url",
+                             cause=exc, final=True) from None
+        if isinstance(exc, CertificateError):
+            raise _Retryable(type(exc).__name__, f"the TLS certificate of {where} is not trusted "
+                             f"({redact(str(exc), self._secrets())}): set ca_bundle",
+                             cause=exc, final=True) from None
         raise _Retryable(type(exc).__name__, redact(str(exc), self._secrets()), cause=exc) from None
 
     def _count_response(self, method: str, path: str, attempt: int, status: int, size: int) -> None:
@@ -513,10 +631,12 @@ class ServiceClient:
         return [self._password, self._access_token, encoded, *self.tokens.known]
 
     async def _fetch_login(self) -> str:
-        return await self._call("POST", self._base + s.LOGIN_PATH, None, _BASIC, _parse_token)
+        return await self._call("POST", self._url(s.LOGIN_PATH), self._prefix + s.LOGIN_PATH, None,
+                                _BASIC, _parse_token)
 
     async def _fetch_renewal(self, token: str) -> str:
-        return await self._call("GET", self._base + s.RENEW_TOKEN_PATH, None, _GIVEN, _parse_token,
+        return await self._call("GET", self._url(s.RENEW_TOKEN_PATH),
+                                self._prefix + s.RENEW_TOKEN_PATH, None, _GIVEN, _parse_token,
                                 token=token)
 
 
@@ -627,12 +747,42 @@ def _text(response: httpx.Response) -> str:
 
 
 def _json(response: httpx.Response) -> Any:
-    return orjson.loads(response.content)
+    """The body as JSON; raises `_Refused` for nesting deeper than ``MAX_JSON_DEPTH``."""
+    body = response.content
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        if "depth limit" in str(exc) or "recursion" in str(exc).lower():
+            raise _Refused(f"the JSON answer is nested deeper than {s.MAX_JSON_DEPTH} levels; "
+                           "refused") from None
+        raise
+    # A body cannot be nested deeper than it has brackets: most need no walk at all.
+    if body.count(b"{") + body.count(b"[") > s.MAX_JSON_DEPTH and _deeper_than(data, s.MAX_JSON_DEPTH):
+        raise _Refused(f"the JSON answer is nested deeper than {s.MAX_JSON_DEPTH} levels; refused")
+    return data
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """True if `value` has containers nested more than `limit` deep."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if type(item) is dict else item if type(item) is list else ()
+        stack.extend((child, depth + 1) for child in children
+                     if type(child) is dict or type(child) is list)
+    return False
+
+
+def _is_html(response: httpx.Response) -> bool:
+    content_type = response.headers.get("content-type", "")
+    return "html" in content_type.lower() or response.content.lstrip()[:1] == b"<"
 
 
 def _parse_token(response: httpx.Response) -> str:
     try:
-        body = orjson.loads(response.content)
+        body = _json(response)
     except orjson.JSONDecodeError:
         body = response.text
     return token_from_body(body)

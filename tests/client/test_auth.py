@@ -12,6 +12,7 @@ import pytest
 
 from pipelines.company_connections.auth import FileTokenStore, TokenManager, token_info
 from pipelines.company_connections.errors import AuthenticationError
+from pipelines.company_connections.settings import MAX_RELOGINS_PER_REQUEST
 
 from .fakes import FakeService, make_jwt
 
@@ -98,14 +99,15 @@ async def test_401_causes_one_relogin_and_one_retry() -> None:
     assert client.stats.relogins == 1
 
 
-async def test_second_401_raises_authentication_error() -> None:
+async def test_fresh_tokens_rejected_again_and_again_raise_authentication_error() -> None:
+    """Each 401 on a fresh token is a new revocation, followed up to a per-request bound."""
     service = FakeService()
     service.route("GET", COMPANY, lambda r: httpx.Response(401, json={"error": "nope"}))
     async with service.client() as client:
-        with pytest.raises(AuthenticationError) as info:
+        with pytest.raises(AuthenticationError, match="after logging in again 5 times") as info:
             await client.company(NS, "c-1")
-    assert service.login_calls == 2
-    assert len(service.calls(COMPANY)) == 2
+    assert service.login_calls == 1 + MAX_RELOGINS_PER_REQUEST
+    assert len(service.calls(COMPANY)) == 1 + MAX_RELOGINS_PER_REQUEST
     assert info.value.status_code == 401 and info.value.path == COMPANY
 
 
