@@ -756,10 +756,30 @@ def _json(response: httpx.Response) -> Any:
             raise _Refused(f"the JSON answer is nested deeper than {s.MAX_JSON_DEPTH} levels; "
                            "refused") from None
         raise
-    # A body cannot be nested deeper than it has brackets: most need no walk at all.
-    if body.count(b"{") + body.count(b"[") > s.MAX_JSON_DEPTH and _deeper_than(data, s.MAX_JSON_DEPTH):
+    if _maybe_deeper_than(body, s.MAX_JSON_DEPTH) and _deeper_than(data, s.MAX_JSON_DEPTH):
         raise _Refused(f"the JSON answer is nested deeper than {s.MAX_JSON_DEPTH} levels; refused")
     return data
+
+
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _maybe_deeper_than(body: bytes, limit: int) -> bool:
+    """False if `body`'s brackets nest at most `limit` deep (checked at C speed).
+
+    Keeps only the brackets, then strips innermost pairs, one level or more per
+    round. True (walk the parsed value to be sure) when they are still there after
+    `limit` rounds or do not pair up (brackets inside strings).
+    """
+    brackets = body.translate(None, _NOT_BRACKETS)
+    for _ in range(limit):
+        if not brackets:
+            return False
+        shorter = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if len(shorter) == len(brackets):
+            return True
+        brackets = shorter
+    return bool(brackets)
 
 
 def _deeper_than(value: Any, limit: int) -> bool:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+import urllib.request
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -120,38 +121,61 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     """An httpx transport sending requests through one pooled aiohttp session.
 
     `verify`: True (certifi's CAs, as httpx), False, or an `ssl.SSLContext` (for
-    example one built from a ``ca_bundle``). `timeout` bounds connecting and each
-    socket read, in seconds. `trust_env` honours proxy variables as httpx does.
+    example one built from a ``ca_bundle``); the default context is built on the
+    first https request only. `timeout` bounds connecting and each socket read, in
+    seconds. `trust_env` honours the proxy variables (``HTTPS_PROXY``, ``NO_PROXY``...)
+    as httpx does; they are read once, not per request as aiohttp's own
+    ``trust_env`` does (in a thread, with ``~/.netrc``).
     """
 
     def __init__(self, *, verify: ssl.SSLContext | bool = True, max_connections: int = 100,
                  timeout: float | None = 30.0, keepalive_expiry: float = 15.0,
                  trust_env: bool = True) -> None:
-        if isinstance(verify, ssl.SSLContext):
-            self._ssl: ssl.SSLContext | bool = verify
-        else:
-            self._ssl = httpx.create_ssl_context(verify=True) if verify else False
+        self._verify = verify
+        self._ssl: ssl.SSLContext | bool | None = verify if isinstance(verify, ssl.SSLContext) \
+            else None if verify else False
         self._max_connections = max_connections
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout)
         self._keepalive = keepalive_expiry
-        self._trust_env = trust_env
+        self._proxies = urllib.request.getproxies() if trust_env else {}
+        self._proxy_for: dict[tuple[str, str], str | None] = {}
         self._session: aiohttp.ClientSession | None = None
 
     def _open(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=self._ssl,
+        connector = aiohttp.TCPConnector(limit=self._max_connections,
                                          keepalive_timeout=self._keepalive)
         self._session = aiohttp.ClientSession(
-            connector=connector, timeout=self._timeout, trust_env=self._trust_env,
-            auto_decompress=False, skip_auto_headers=("User-Agent",), cookie_jar=aiohttp.DummyCookieJar())
+            connector=connector, timeout=self._timeout, auto_decompress=False,
+            skip_auto_headers=("User-Agent",), cookie_jar=aiohttp.DummyCookieJar())
         return self._session
+
+    def _tls(self) -> ssl.SSLContext | bool:
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context(verify=True)
+        return self._ssl
+
+    def _proxy(self, scheme: str, host: str) -> str | None:
+        key = (scheme, host)
+        if key not in self._proxy_for:
+            proxy = self._proxies.get(scheme) or self._proxies.get("all")
+            if proxy and urllib.request.proxy_bypass_environment(host, self._proxies):
+                proxy = None
+            self._proxy_for[key] = proxy
+        return self._proxy_for[key]
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         session = self._session or self._open()
+        url = request.url
+        options: dict[str, object] = {}
+        if url.scheme == "https":
+            options["ssl"] = self._tls()
+        if self._proxies and (proxy := self._proxy(url.scheme, url.host)):
+            options["proxy"] = proxy
         body = request.content or None  # requests are built with their content in memory
         try:
             response = await session.request(
-                request.method, URL(str(request.url), encoded=True),
-                headers=request.headers.multi_items(), data=body, allow_redirects=False)
+                request.method, URL(str(url), encoded=True), headers=request.headers.multi_items(),
+                data=body, allow_redirects=False, **options)
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
             raise map_error(exc) from exc
         return httpx.Response(response.status, headers=response.raw_headers, stream=_Body(response),
