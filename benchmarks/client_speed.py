@@ -162,6 +162,75 @@ def summarize_profile(path: Path) -> dict[str, Any]:
     return {"fetch_samples": total, "all_samples": everything, "self_share_pct": shares}
 
 
+def _fmt(value: float, digits: int = 2) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def render(results: dict[str, Any], profile: dict[str, Any] | None = None) -> str:
+    """The results as the markdown section of `benchmarks/RESULTS.md`."""
+    lines = []
+    for name, title in (("fetch", "`medium`, no latency, concurrency 16"),
+                        ("throughput", "`large`, no latency, concurrency 16")):
+        if name not in results:
+            continue
+        runs = results[name]
+        lines += [f"*{name}: {title}; medians of {len(runs['after'])} side-by-side runs*", "",
+                  "| figure | before (7ac3c81) | after | after / before | each run, before | "
+                  "each run, after |", "|---|---:|---:|---:|---|---|"]
+        for key, label, digits in (("cpu_ms", "client CPU ms per request during the fetch", 2),
+                                   ("fetch_rps", "requests/s during the fetch", 0),
+                                   ("rps", "requests/s end to end (login to last row loaded)", 0),
+                                   ("fetch_s", "fetch s", 2), ("sync_s", "sync s (end to end)", 2)):
+            before, after = _med(runs["before"], key), _med(runs["after"], key)
+            lines.append(f"| {label} | {_fmt(before, digits)} | {_fmt(after, digits)} | "
+                         f"{after / before:.2f}x | "
+                         f"{' / '.join(_fmt(r[key], digits) for r in runs['before'])} | "
+                         f"{' / '.join(_fmt(r[key], digits) for r in runs['after'])} |")
+        served = {int(r["requests"]) for r in runs["before"] + runs["after"]}
+        failed = sum(r["failed"] for r in runs["before"] + runs["after"])
+        lines += ["", f"Requests served per sync: {', '.join(map(str, sorted(served)))}; "
+                  f"failed namespaces: {failed}.", ""]
+    for ms, walls in results.get("rest_api", {}).items():
+        ratios = [b / a for a, b in zip(walls["ours"], walls["rest_api"], strict=True)]
+        lines += [f"*dlt `rest_api` (16 workers) against ours (after, max_concurrency 16), "
+                  f"`medium`, {ms} ms latency*", "",
+                  "| contender | wall s (median) | each run s |", "|---|---:|---|",
+                  f"| ours | {_fmt(statistics.median(walls['ours']))} | "
+                  f"{' / '.join(_fmt(w) for w in walls['ours'])} |",
+                  f"| rest_api, 16 workers | {_fmt(statistics.median(walls['rest_api']))} | "
+                  f"{' / '.join(_fmt(w) for w in walls['rest_api'])} |",
+                  "", f"Speedup, paired by repetition: median **{statistics.median(ratios):.1f}x** "
+                  f"({' / '.join(f'{r:.1f}' for r in ratios)}).", ""]
+    if "startup" in results:
+        st = results["startup"]
+        lines += ["*Start-up: wall seconds, medians of 5, as a user runs it "
+                  "(`PYTHONDONTWRITEBYTECODE=1` as on this machine; the venv compiled at install)*",
+                  "", "| command | before | after |", "|---|---:|---:|",
+                  f"| `diligence --help` | {_fmt(st['before --help'])} | {_fmt(st['after --help'])} |",
+                  f"| `diligence --version` | (none) | {_fmt(st['after --version'])} |", "",
+                  f"`-X importtime` of `diligence --help` (after): {st['importtime_total_ms']:.0f} ms "
+                  "of imports in all; the heaviest (cumulative us, module):", "", "```"]
+        lines += [f"{us:>9}  {name}" for us, name in st["importtime_top"]]
+        lines += ["```", ""]
+    if profile:
+        lines += ["*py-spy (250 Hz, `--nonblocking`) of one `medium` sync per tree: self time per "
+                  "package of the samples taken during the fetch (under asyncio's runner)*", "",
+                  "| | before | after |", "|---|---|---|"]
+        before, after = profile["before"], profile["after"]
+        lines.append(f"| fetch samples | {before['packages']['fetch_samples']} | "
+                     f"{after['packages']['fetch_samples']} |")
+        lines.append(f"| client CPU ms/request in that run | {_fmt(before['figures']['cpu_ms'])} | "
+                     f"{_fmt(after['figures']['cpu_ms'])} |")
+        for i in range(8):
+            cells = []
+            for side in (before, after):
+                shares = side["packages"]["self_share_pct"]
+                cells.append(f"{shares[i][0]} {shares[i][1]} %" if i < len(shares) else "")
+            lines.append(f"| #{i + 1} | {cells[0]} | {cells[1]} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.client_speed")
     parser.add_argument("--before", type=Path, required=True)
@@ -169,7 +238,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scenarios", default="fetch,throughput,rest_api,startup")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--out", type=Path, default=WORK_DIR / "client_speed.json")
+    parser.add_argument("--render", nargs="+", type=Path, metavar="JSON",
+                        help="print the markdown of saved results (and a profile JSON) and exit")
     args = parser.parse_args(argv)
+    if args.render:
+        saved = [json.loads(path.read_text()) for path in args.render]
+        merged = {k: v for d in saved for k, v in d.items()}
+        print(render(merged, merged.get("profile")))
+        return
     WORK_DIR.mkdir(parents=True, exist_ok=True)
     chosen = set(args.scenarios.split(","))
     results: dict[str, Any] = {"started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),

@@ -1,7 +1,12 @@
 """Async HTTP client of the service: one typed method per endpoint.
 
-`ServiceClient` owns one pooled `httpx.AsyncClient` per run (use it as an async
-context manager). Every request goes through the same pipeline:
+`ServiceClient` owns one connection pool per run (use it as an async context
+manager): by default the `transport.AiohttpTransport` (httpx's transport seam on
+aiohttp), with as many connections as `max_concurrency`; any
+`httpx.AsyncBaseTransport` can be passed as `transport=` instead (tests use
+`httpx.MockTransport`). API requests are built as `httpx.Request`s and handed to
+the transport directly; downloads go through an `httpx.AsyncClient` on the same
+transport (they follow redirects). Every API request goes through one pipeline:
 
 1. a global `asyncio.Semaphore(max_concurrency)` is held for the attempt only,
    never while waiting between retries (login and renewal requests bypass it, so
@@ -11,14 +16,28 @@ context manager). Every request goes through the same pipeline:
 3. the `AdaptiveThrottle` makes the request wait for any 429 cool-down and for the
    rate limit (an `aiolimiter.AsyncLimiter`), which starts at
    `requests_per_second` (None: unlimited) and adapts to 429s;
-4. a 401 is answered by retrying with the current token if the rejected one was
-   already replaced, else by one re-login (or renewal in token-only mode) and one
-   retry; a further 401 raises `AuthenticationError`;
-5. 403, 404, 400 and other 4xx raise `DeniedError`, `NotFoundError` and
-   `BadRequestError` at once; 408, 429, 5xx, timeouts, connection and protocol
-   errors and malformed bodies are retried by tenacity with full-jitter exponential
-   backoff (``Retry-After`` honoured on 429 and 503) up to `max_attempts`, then
-   raise `RequestFailedError`.
+4. `request_timeout` bounds the whole attempt, from sending to the body's last
+   byte; a body over `max_response_bytes` (announced or counted) is refused;
+5. a 401 is answered by retrying with the current token if the rejected one was
+   already replaced, else by a re-login (or renewal in token-only mode) and a
+   retry. A 401 on a token obtained after the request's previous 401 is a new
+   revocation (a token storm), answered the same way: re-logins are bounded by
+   `relogin_budget` per client and ``MAX_RELOGINS_PER_REQUEST`` per request, then
+   `AuthenticationError`. Bad credentials are only a login that fails;
+6. 403, 404, 400 and other 4xx raise `DeniedError`, `NotFoundError` and
+   `BadRequestError` at once (a 404 page in HTML raises `ResponseFormatError`
+   "... answered text/html, not JSON: check base_url"); 408, 429, 5xx, timeouts,
+   connection and protocol errors and malformed bodies are retried with
+   full-jitter exponential backoff (``Retry-After`` honoured on 429 and 503) up to
+   `max_attempts`, then raise `RequestFailedError`. A host name that does not
+   resolve, an untrusted certificate, a body over the size cap and JSON nested
+   deeper than ``MAX_JSON_DEPTH`` fail at once (`RequestFailedError` with one
+   attempt, or `ResponseFormatError`), naming the URL or the cap.
+
+Nothing is built per request that a request does not need: URLs are parsed once,
+the retry loop allocates nothing until an attempt fails, questionnaires keep their
+forms raw (typed lazily), and the start-up heap is frozen out of the GC's scans
+while the client is open (see `__aenter__`).
 
 List endpoints (5, 10) follow pagination if the service ever pages: a
 ``Link: <url>; rel="next"`` header, or an object body ``{items|data|results,
@@ -123,7 +142,7 @@ class DownloadResult:
 
 
 class _Retryable(Exception):
-    """One failed attempt that tenacity may retry; never escapes the client."""
+    """One failed attempt, retried unless `final`; never escapes the client."""
 
     def __init__(self, last_error: str, message: str, *, status_code: int | None = None,
                  retry_after: float | None = None, cause: BaseException | None = None,
@@ -207,7 +226,7 @@ class ServiceClient:
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._http: httpx.AsyncClient | None = None
         self._sender: httpx.AsyncBaseTransport | None = None
-        self._gc_threshold: tuple[int, int, int] | None = None
+        self._gc_tuned = False
         self.stats = RequestStats()
         self.throttle = AdaptiveThrottle(requests_per_second)
         self.tokens = TokenManager(
@@ -241,18 +260,16 @@ class ServiceClient:
         # Every response allocates many short-lived objects; with the default gen-0
         # threshold (700) the collector rescans the young heap thousands of times per
         # sync. Freeze what exists now and collect young objects less often.
-        gc.freeze()
-        if self._gc_threshold is None:
-            self._gc_threshold = gc.get_threshold()
-            gc.set_threshold(max(self._gc_threshold[0], s.GC_GEN0_THRESHOLD),
-                             *self._gc_threshold[1:])
+        if not self._gc_tuned:
+            _GC.enter()
+            self._gc_tuned = True
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self._gc_threshold is not None:
-            gc.set_threshold(*self._gc_threshold)
-            self._gc_threshold = None
+        if self._gc_tuned:
+            _GC.exit()
+            self._gc_tuned = False
         if self._http is not None:
             await self._http.aclose()
             self._http = None
@@ -641,6 +658,33 @@ class ServiceClient:
 
 
 # Helpers -------------------------------------------------------------------------------
+
+
+class _GcTuning:
+    """While any client is open: the heap that existed at its start is frozen (out of
+    the collector's scans) and generation 0 is collected less often. The last client
+    to close unfreezes it (so it can be collected again) and restores the threshold."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self.saved: tuple[int, int, int] | None = None
+
+    def enter(self) -> None:
+        self.users += 1
+        if self.users == 1:
+            self.saved = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(max(self.saved[0], s.GC_GEN0_THRESHOLD), *self.saved[1:])
+
+    def exit(self) -> None:
+        self.users -= 1
+        if self.users == 0 and self.saved is not None:
+            gc.unfreeze()
+            gc.set_threshold(*self.saved)
+            self.saved = None
+
+
+_GC = _GcTuning()
 
 
 def _validate_base_url(base_url: str, allow_insecure_http: bool) -> str:
