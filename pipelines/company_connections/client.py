@@ -29,13 +29,14 @@ transport (they follow redirects). Every API request goes through one pipeline:
    "... answered text/html, not JSON: check base_url"); 408, 429, 5xx, timeouts,
    connection and protocol errors and malformed bodies are retried with
    full-jitter exponential backoff (``Retry-After`` honoured on 429 and 503) up to
-   `max_attempts`, then raise `RequestFailedError`. A host name that does not
+   `max_attempts`, then raise `RequestFailedError` (`retries.RetryPolicy`: the first
+   attempt runs bare, tenacity takes over after a retryable failure). A host name that does not
    resolve, an untrusted certificate, a body over the size cap and JSON nested
    deeper than ``MAX_JSON_DEPTH`` fail at once (`RequestFailedError` with one
    attempt, or `ResponseFormatError`), naming the URL or the cap.
 
 Nothing is built per request that a request does not need: URLs are parsed once,
-the retry loop allocates nothing until an attempt fails, questionnaires keep their
+no retry object is built until an attempt fails, questionnaires keep their
 forms raw (typed lazily), and the start-up heap is frozen out of the GC's scans
 while the client is open (see `__aenter__`).
 
@@ -58,12 +59,11 @@ import logging
 import math
 import os
 import pathlib
-import random
 import secrets
 import ssl
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, NoReturn, Self, TypeVar
@@ -80,7 +80,6 @@ from .errors import (
     ConfigurationError,
     DeniedError,
     NotFoundError,
-    RequestFailedError,
     ResponseFormatError,
     ServiceError,
     redact,
@@ -99,6 +98,7 @@ from .models import (
     split_page,
     token_from_body,
 )
+from .retries import Retryable, RetryPolicy
 from .transport import AiohttpTransport, CertificateError, NameResolutionError
 
 __all__ = ["DownloadResult", "RequestStats", "ServiceClient"]
@@ -139,17 +139,6 @@ class DownloadResult:
     size: int
     sha256: str
     content_type: str | None
-
-
-class _Retryable(Exception):
-    """One failed attempt, retried unless `final`; never escapes the client."""
-
-    def __init__(self, last_error: str, message: str, *, status_code: int | None = None,
-                 retry_after: float | None = None, cause: BaseException | None = None,
-                 final: bool = False) -> None:
-        super().__init__(last_error)
-        self.last_error, self.message, self.status_code = last_error, message, status_code
-        self.retry_after, self.cause, self.final = retry_after, cause, final
 
 
 class _Refused(ValueError):
@@ -216,8 +205,6 @@ class ServiceClient:
             self._basic = "Basic " + base64.b64encode(pair).decode("ascii")
         self._max_concurrency = max_concurrency
         self._timeout = request_timeout
-        self._max_attempts = max_attempts
-        self._backoff_initial, self._backoff_max = backoff_initial, backoff_max
         self._max_response_bytes, self._max_download_bytes = max_response_bytes, max_download_bytes
         self._transport = transport
         self._user_agent = user_agent
@@ -229,6 +216,9 @@ class ServiceClient:
         self._gc_tuned = False
         self.stats = RequestStats()
         self.throttle = AdaptiveThrottle(requests_per_second)
+        self.retries = RetryPolicy(max_attempts=max_attempts, backoff_initial=backoff_initial,
+                                   backoff_max=backoff_max, on_retry=self._count_retry,
+                                   secrets=self._secrets)
         self.tokens = TokenManager(
             login=self._fetch_login if self._basic else None,
             renew=self._fetch_renewal,
@@ -341,7 +331,7 @@ class ServiceClient:
         path = _path_of(target)
         limited = _origin(target) == self._origin
         dest = pathlib.Path(dest)
-        return await self._with_retries(
+        return await self.retries.run(
             "GET", path, None, lambda attempt: self._download_once(target, path, dest, limited, attempt))
 
     # Pipeline --------------------------------------------------------------------------
@@ -389,37 +379,10 @@ class ServiceClient:
                                              path=path, namespace=namespace,
                                              status_code=response.status_code,
                                              secrets=self._secrets())
-                raise _Retryable("ResponseFormatError", error.message,
+                raise Retryable("ResponseFormatError", error.message,
                                  status_code=response.status_code, cause=error) from None
 
-        return await self._with_retries(method, path, namespace, once)
-
-    async def _with_retries(self, method: str, path: str, namespace: str | None,
-                            once: Callable[[int], Awaitable[T]]) -> T:
-        """Run `once(attempt_number)` until it succeeds, is not retryable, or the
-        attempts are used up (then `RequestFailedError`). Nothing is built for the
-        retry policy unless an attempt fails."""
-        attempt = 1
-        while True:
-            try:
-                return await once(attempt)
-            except _Retryable as exc:
-                if exc.final or attempt >= self._max_attempts:
-                    raise RequestFailedError(
-                        exc.message, method=method, path=path, namespace=namespace,
-                        status_code=exc.status_code, attempts=attempt, last_error=exc.last_error,
-                        secrets=self._secrets()) from exc.cause
-                await self._pause(attempt, exc)
-            attempt += 1
-
-    async def _pause(self, attempt: int, exc: _Retryable) -> None:
-        """Full-jitter exponential backoff (at least any ``Retry-After``) before a retry."""
-        self.stats.retries += 1
-        high = min(self._backoff_max, self._backoff_initial * 2 ** (attempt - 1))
-        wait = max(exc.retry_after or 0.0, random.uniform(0.0, high))
-        logger.debug("retry %d/%d after %s in %.3fs", attempt + 1, self._max_attempts,
-                     exc.last_error, wait)
-        await asyncio.sleep(wait)
+        return await self.retries.run(method, path, namespace, once)
 
     async def _attempt(self, method: str, url: httpx.URL, path: str, namespace: str | None,
                        auth: str, token: str | None, attempt: int) -> httpx.Response:
@@ -524,8 +487,8 @@ class ServiceClient:
                 await response.aclose()
         return response
 
-    def _too_large(self, method: str, path: str, status: int, size: int) -> _Retryable:
-        return _Retryable("ResponseTooLarge", f"the answer ({size} bytes or more) is larger than "
+    def _too_large(self, method: str, path: str, status: int, size: int) -> Retryable:
+        return Retryable("ResponseTooLarge", f"the answer ({size} bytes or more) is larger than "
                           f"max_response_bytes ({self._max_response_bytes}); refused",
                           status_code=status, final=True)
 
@@ -573,8 +536,8 @@ class ServiceClient:
                 tmp.unlink()
         return DownloadResult(path=dest, size=size, sha256=digest.hexdigest(), content_type=content_type)
 
-    def _download_too_large(self, size: int) -> _Retryable:
-        return _Retryable("ResponseTooLarge", f"the document ({size} bytes or more) is larger than "
+    def _download_too_large(self, size: int) -> Retryable:
+        return Retryable("ResponseTooLarge", f"the document ({size} bytes or more) is larger than "
                           f"max_download_bytes ({self._max_download_bytes}); refused", final=True)
 
     def _check_status(self, response: httpx.Response, method: str, path: str,
@@ -584,7 +547,7 @@ class ServiceClient:
             return
         if code in s.RETRYABLE_STATUS_CODES or code >= 500:
             retry_after = _retry_after(response) if code in s.RETRY_AFTER_STATUS_CODES else None
-            raise _Retryable(f"HTTP {code}", redact(_text(response), self._secrets()),
+            raise Retryable(f"HTTP {code}", redact(_text(response), self._secrets()),
                              status_code=code, retry_after=retry_after)
         if code == 404 and _is_html(response):
             raise self._html_error(response, method, path, namespace)
@@ -619,14 +582,14 @@ class ServiceClient:
         logger.debug("%s %s -> %s (attempt %d)", method, path, type(exc).__name__, attempt)
         where = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{path}"
         if isinstance(exc, NameResolutionError):
-            raise _Retryable(type(exc).__name__, f"the host name of {where} does not resolve "
+            raise Retryable(type(exc).__name__, f"the host name of {where} does not resolve "
                              f"({redact(str(exc), self._secrets())}): check base_url",
                              cause=exc, final=True) from None
         if isinstance(exc, CertificateError):
-            raise _Retryable(type(exc).__name__, f"the TLS certificate of {where} is not trusted "
+            raise Retryable(type(exc).__name__, f"the TLS certificate of {where} is not trusted "
                              f"({redact(str(exc), self._secrets())}): set ca_bundle",
                              cause=exc, final=True) from None
-        raise _Retryable(type(exc).__name__, redact(str(exc), self._secrets()), cause=exc) from None
+        raise Retryable(type(exc).__name__, redact(str(exc), self._secrets()), cause=exc) from None
 
     def _count_response(self, method: str, path: str, attempt: int, status: int, size: int) -> None:
         self.stats.responses_by_status[status] += 1
@@ -634,6 +597,9 @@ class ServiceClient:
         if status == 429:
             self.stats.throttled += 1
         logger.debug("%s %s -> %d (attempt %d)", method, path, status, attempt)
+
+    def _count_retry(self) -> None:
+        self.stats.retries += 1
 
     def _count_auth_event(self, event: str) -> None:
         if event == "login":
