@@ -44,6 +44,11 @@ List endpoints (5, 10) follow pagination if the service ever pages: a
 ``Link: <url>; rel="next"`` header, or an object body ``{items|data|results,
 next|nextPage|links.next}``. Next links must stay on the service's origin; a
 repeated page or more than ``MAX_PAGES`` pages raises `ResponseFormatError`.
+
+This module holds the pipeline and the endpoints; its neighbours hold the rest:
+`retries` (the attempt and backoff policy of step 6), `responses` (JSON under the
+nesting cap, pages, tokens, ``Retry-After``, HTML detection), `urls` (settings
+checks, path quoting, origins) and `downloads` (streaming a document to disk).
 """
 
 from __future__ import annotations
@@ -51,29 +56,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import email.utils
 import gc
-import hashlib
-import ipaddress
 import logging
-import math
-import os
 import pathlib
-import secrets
-import ssl
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, NoReturn, Self, TypeVar
-from urllib.parse import quote
 
 import httpx
-import orjson
 
 from . import settings as s
 from .auth import TokenManager, TokenStore
+from .downloads import DownloadResult, download_once
 from .errors import (
     AuthenticationError,
     BadRequestError,
@@ -95,11 +91,28 @@ from .models import (
     Questionnaire,
     UserInfo,
     adapter,
-    split_page,
-    token_from_body,
+)
+from .responses import (
+    Refused,
+    is_html,
+    parse_json,
+    parse_page,
+    parse_token,
+    read_body,
+    response_text,
+    retry_after,
 )
 from .retries import Retryable, RetryPolicy
 from .transport import AiohttpTransport, CertificateError, NameResolutionError
+from .urls import (
+    checked_download_url,
+    header_id,
+    origin,
+    path_of,
+    segment,
+    tls_verify,
+    validate_base_url,
+)
 
 __all__ = ["DownloadResult", "RequestStats", "ServiceClient"]
 
@@ -129,20 +142,6 @@ class RequestStats:
         data = dict(self.__dict__)
         data["responses_by_status"] = {str(k): v for k, v in sorted(self.responses_by_status.items())}
         return data
-
-
-@dataclass(frozen=True)
-class DownloadResult:
-    """A downloaded document: where it is, its size in bytes and its SHA-256."""
-
-    path: pathlib.Path
-    size: int
-    sha256: str
-    content_type: str | None
-
-
-class _Refused(ValueError):
-    """A body refused on sight (nested too deep): not retried."""
 
 
 class ServiceClient:
@@ -178,7 +177,7 @@ class ServiceClient:
         max_download_bytes: int = s.DEFAULT_MAX_DOWNLOAD_BYTES,
         relogin_budget: int = s.DEFAULT_RELOGIN_BUDGET,
     ) -> None:
-        self._base = _validate_base_url(base_url, allow_insecure_http)
+        self._base = validate_base_url(base_url, allow_insecure_http)
         self._allow_insecure_http = allow_insecure_http
         if password and not email:
             raise ConfigurationError("a password needs an email")
@@ -194,9 +193,9 @@ class ServiceClient:
             raise ConfigurationError("max_response_bytes and max_download_bytes must be positive, "
                                      "relogin_budget not negative")
         base = httpx.URL(self._base)
-        self._origin = _origin(base)
-        self._prefix = _path_of(base).rstrip("/")
-        self._verify = _tls_verify(ca_bundle, verify_tls)
+        self._origin = origin(base)
+        self._prefix = path_of(base).rstrip("/")
+        self._verify = tls_verify(ca_bundle, verify_tls)
         self._password = password
         self._access_token = access_token
         self._basic = None
@@ -277,12 +276,12 @@ class ServiceClient:
 
     async def user_info(self) -> UserInfo:
         """Endpoint 3: the user's roles; sent without ``x-namespace``."""
-        return await self._get(s.USER_INFO_PATH, None, lambda r: UserInfo.model_validate(_json(r)))
+        return await self._get(s.USER_INFO_PATH, None, lambda r: UserInfo.model_validate(parse_json(r)))
 
     async def company(self, namespace: str, company_id: str) -> Company:
         """Endpoint 4: one company's details."""
-        path = s.COMPANY_PATH.format(company_id=_segment(company_id))
-        return await self._get(path, namespace, lambda r: Company.model_validate(_json(r)))
+        path = s.COMPANY_PATH.format(company_id=segment(company_id))
+        return await self._get(path, namespace, lambda r: Company.model_validate(parse_json(r)))
 
     async def connections(self, namespace: str) -> list[ConnectionEntry]:
         """Endpoint 5: every connection of the namespace (all pages)."""
@@ -290,36 +289,36 @@ class ServiceClient:
 
     async def connection(self, namespace: str, company_id: str) -> ConnectionDetail:
         """Endpoint 6: one connection with its reading rights."""
-        path = s.CONNECTION_PATH.format(company_id=_segment(company_id))
-        return await self._get(path, namespace, lambda r: ConnectionDetail.model_validate(_json(r)))
+        path = s.CONNECTION_PATH.format(company_id=segment(company_id))
+        return await self._get(path, namespace, lambda r: ConnectionDetail.model_validate(parse_json(r)))
 
     async def questionnaire(self, namespace: str, company_id: str, company_type_id: str) -> Questionnaire:
         """Endpoint 7: a company's questionnaire for a company type, with answers."""
-        path = s.QUESTIONNAIRE_PATH.format(company_id=_segment(company_id),
-                                           company_type_id=_segment(company_type_id))
-        return await self._get(path, namespace, lambda r: Questionnaire.from_body(_json(r)))
+        path = s.QUESTIONNAIRE_PATH.format(company_id=segment(company_id),
+                                           company_type_id=segment(company_type_id))
+        return await self._get(path, namespace, lambda r: Questionnaire.from_body(parse_json(r)))
 
     async def template(self, namespace: str, company_type_id: str) -> Questionnaire:
         """Endpoint 8: the questionnaire of a company type, without answers."""
-        path = s.TEMPLATE_PATH.format(company_type_id=_segment(company_type_id))
-        return await self._get(path, namespace, lambda r: Questionnaire.from_body(_json(r)))
+        path = s.TEMPLATE_PATH.format(company_type_id=segment(company_type_id))
+        return await self._get(path, namespace, lambda r: Questionnaire.from_body(parse_json(r)))
 
     async def field_information(self, namespace: str, company_id: str, field_id: str) -> FieldInformation:
         """Endpoint 9: the answer of one field."""
-        path = s.FIELD_INFORMATION_PATH.format(company_id=_segment(company_id),
-                                               field_id=_segment(field_id))
-        return await self._get(path, namespace, lambda r: FieldInformation.model_validate(_json(r)))
+        path = s.FIELD_INFORMATION_PATH.format(company_id=segment(company_id),
+                                               field_id=segment(field_id))
+        return await self._get(path, namespace, lambda r: FieldInformation.model_validate(parse_json(r)))
 
     async def documents(self, namespace: str, company_id: str, company_type_id: str) -> list[Document]:
         """Endpoint 10: a company's documents under a company type (all pages)."""
-        path = s.DOCUMENTS_PATH.format(company_id=_segment(company_id),
-                                       company_type_id=_segment(company_type_id))
+        path = s.DOCUMENTS_PATH.format(company_id=segment(company_id),
+                                       company_type_id=segment(company_type_id))
         return await self._get_list(path, namespace, Document)
 
     async def document_url(self, namespace: str, document_id: str) -> DocumentUrl:
         """Endpoint 11: a temporary download URL of a document."""
-        path = s.DOCUMENT_URL_PATH.format(document_id=_segment(document_id))
-        return await self._get(path, namespace, lambda r: DocumentUrl.model_validate(_json(r)))
+        path = s.DOCUMENT_URL_PATH.format(document_id=segment(document_id))
+        return await self._get(path, namespace, lambda r: DocumentUrl.model_validate(parse_json(r)))
 
     async def download(self, url: str, dest: pathlib.Path) -> DownloadResult:
         """Stream a signed document URL to `dest` (temp file, then rename).
@@ -327,12 +326,12 @@ class ServiceClient:
         Sends no Authorization header; follows redirects; retried like any request.
         The rate limit applies only when the URL is on the service's own origin.
         """
-        target = _checked_download_url(url, self._allow_insecure_http)
-        path = _path_of(target)
-        limited = _origin(target) == self._origin
+        target = checked_download_url(url, self._allow_insecure_http)
+        path = path_of(target)
+        limited = origin(target) == self._origin
         dest = pathlib.Path(dest)
         return await self.retries.run(
-            "GET", path, None, lambda attempt: self._download_once(target, path, dest, limited, attempt))
+            "GET", path, None, lambda attempt: download_once(self, target, path, dest, limited, attempt))
 
     # Pipeline --------------------------------------------------------------------------
 
@@ -351,12 +350,12 @@ class ServiceClient:
         for _ in range(s.MAX_PAGES):
             seen.add(url)
             page, next_link = await self._call(
-                "GET", url, path, namespace, _BEARER, lambda r: _parse_page(r, items_adapter))
+                "GET", url, path, namespace, _BEARER, lambda r: parse_page(r, items_adapter))
             items.extend(page)
             if next_link is None:
                 return items
             url = self._resolve_next(url, path, next_link, namespace)
-            path = _path_of(url)
+            path = path_of(url)
             if url in seen:
                 raise ResponseFormatError("pagination loop: a next link repeats a page already read",
                                           method="GET", path=path, namespace=namespace)
@@ -369,12 +368,12 @@ class ServiceClient:
             response = await self._attempt(method, url, path, namespace, auth, token, attempt)
             try:
                 return parse(response)
-            except _Refused as exc:
+            except Refused as exc:
                 raise ResponseFormatError(str(exc), method=method, path=path, namespace=namespace,
                                           status_code=response.status_code) from None
             except (ValueError, TypeError, KeyError) as exc:
                 # An HTML page may be a passing proxy error: retried, but named as such.
-                error = self._html_error(response, method, path, namespace) if _is_html(response) \
+                error = self._html_error(response, method, path, namespace) if is_html(response) \
                     else ResponseFormatError(f"{type(exc).__name__}: {exc}", method=method,
                                              path=path, namespace=namespace,
                                              status_code=response.status_code,
@@ -387,7 +386,7 @@ class ServiceClient:
     async def _attempt(self, method: str, url: httpx.URL, path: str, namespace: str | None,
                        auth: str, token: str | None, attempt: int) -> httpx.Response:
         """One attempt, including the 401 handling of module docstring step 4."""
-        headers = {s.NAMESPACE_HEADER: s.NAMESPACE_VALUE.format(company_id=_header_id(namespace))} \
+        headers = {s.NAMESPACE_HEADER: s.NAMESPACE_VALUE.format(company_id=header_id(namespace))} \
             if namespace is not None else {}
         if auth == _BASIC:
             headers[s.AUTHORIZATION_HEADER] = self._basic or ""
@@ -445,100 +444,18 @@ class ServiceClient:
             try:
                 async with asyncio.timeout(self._timeout):
                     response = await sender.handle_async_request(request)
-                    response = await self._read(response, request, method, path)
+                    response = await read_body(response, request, self._max_response_bytes)
             except _TRANSPORT_ERRORS as exc:
                 self._transport_failed(method, path, attempt, exc, url)
             except TimeoutError:
                 self._transport_failed(method, path, attempt, httpx.ReadTimeout(
                     f"no complete answer within request_timeout ({self._timeout:g} s)"), url)
             if response.status_code == 429:
-                self.throttle.record(429, sent_at, _retry_after(response))
+                self.throttle.record(429, sent_at, retry_after(response))
             else:
                 self.throttle.record(response.status_code, sent_at, None)
         self._count_response(method, path, attempt, response.status_code, len(response.content))
         return response, sent_token
-
-    async def _read(self, response: httpx.Response, request: httpx.Request, method: str,
-                    path: str) -> httpx.Response:
-        """Read the body into memory, refusing one over `max_response_bytes`."""
-        cap = self._max_response_bytes
-        length = response.headers.get("content-length")
-        try:
-            if response.is_stream_consumed:  # built in memory (a mock transport)
-                pass
-            elif length is not None and length.isdigit():
-                if int(length) > cap:
-                    raise self._too_large(method, path, response.status_code, int(length))
-                await response.aread()
-            else:
-                chunks, size = [], 0
-                async for chunk in response.aiter_raw():
-                    size += len(chunk)
-                    if size > cap:
-                        raise self._too_large(method, path, response.status_code, size)
-                    chunks.append(chunk)
-                response = httpx.Response(response.status_code, headers=response.headers,
-                                          content=b"".join(chunks), request=request,
-                                          extensions=response.extensions)
-            if len(response.content) > cap:  # a compressed body inflating past the cap
-                raise self._too_large(method, path, response.status_code, len(response.content))
-        finally:
-            if not response.is_closed:
-                await response.aclose()
-        return response
-
-    def _too_large(self, method: str, path: str, status: int, size: int) -> Retryable:
-        return Retryable("ResponseTooLarge", f"the answer ({size} bytes or more) is larger than "
-                          f"max_response_bytes ({self._max_response_bytes}); refused",
-                          status_code=status, final=True)
-
-    async def _download_once(self, url: httpx.URL, path: str, dest: pathlib.Path,
-                             limited: bool, attempt: int) -> DownloadResult:
-        if self._http is None:
-            raise ConfigurationError("use the client inside 'async with ServiceClient(...)'")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(6)}.part")
-        cap = self._max_download_bytes
-        try:
-            async with self._semaphore:
-                if limited:
-                    await self.throttle.wait_turn()
-                sent_at = self.throttle.now()
-                self.stats.requests_sent += 1
-                try:
-                    async with self._http.stream("GET", url, headers={s.ACCEPT_HEADER: "*/*"},
-                                                 follow_redirects=True) as response:
-                        if limited:
-                            self.throttle.record(response.status_code, sent_at, _retry_after(response))
-                        if response.status_code >= 300:
-                            await response.aread()
-                            self._count_response("GET", path, attempt, response.status_code, 0)
-                            self._check_status(response, "GET", path, None)
-                        length = response.headers.get("content-length")
-                        if length is not None and length.isdigit() and int(length) > cap:
-                            raise self._download_too_large(int(length))
-                        digest, size = hashlib.sha256(), 0
-                        with tmp.open("wb") as handle:
-                            async for chunk in response.aiter_bytes(s.DOWNLOAD_CHUNK_SIZE):
-                                size += len(chunk)
-                                if size > cap:
-                                    raise self._download_too_large(size)
-                                handle.write(chunk)
-                                digest.update(chunk)
-                        content_type = response.headers.get("content-type")
-                        status = response.status_code
-                except _TRANSPORT_ERRORS as exc:
-                    self._transport_failed("GET", path, attempt, exc, url)
-            self._count_response("GET", path, attempt, status, size)
-            os.replace(tmp, dest)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-        return DownloadResult(path=dest, size=size, sha256=digest.hexdigest(), content_type=content_type)
-
-    def _download_too_large(self, size: int) -> Retryable:
-        return Retryable("ResponseTooLarge", f"the document ({size} bytes or more) is larger than "
-                          f"max_download_bytes ({self._max_download_bytes}); refused", final=True)
 
     def _check_status(self, response: httpx.Response, method: str, path: str,
                       namespace: str | None) -> None:
@@ -546,10 +463,10 @@ class ServiceClient:
         if 200 <= code < 300:
             return
         if code in s.RETRYABLE_STATUS_CODES or code >= 500:
-            retry_after = _retry_after(response) if code in s.RETRY_AFTER_STATUS_CODES else None
-            raise Retryable(f"HTTP {code}", redact(_text(response), self._secrets()),
-                             status_code=code, retry_after=retry_after)
-        if code == 404 and _is_html(response):
+            wait = retry_after(response) if code in s.RETRY_AFTER_STATUS_CODES else None
+            raise Retryable(f"HTTP {code}", redact(response_text(response), self._secrets()),
+                            status_code=code, retry_after=wait)
+        if code == 404 and is_html(response):
             raise self._html_error(response, method, path, namespace)
         kind: type[ServiceError] = {401: AuthenticationError, 403: DeniedError,
                                     404: NotFoundError}.get(code, BadRequestError)
@@ -557,7 +474,7 @@ class ServiceClient:
 
     def _error(self, kind: type[ServiceError], response: httpx.Response, method: str, path: str,
                namespace: str | None, prefix: str) -> ServiceError:
-        text = _text(response)
+        text = response_text(response)
         message = f"{prefix}: {text}" if prefix and text else prefix or text
         return kind(message, method=method, path=path, namespace=namespace,
                     status_code=response.status_code, secrets=self._secrets())
@@ -571,7 +488,7 @@ class ServiceClient:
     def _resolve_next(self, current: httpx.URL, path: str, link: str,
                       namespace: str | None) -> httpx.URL:
         target = current.join(link)
-        if _origin(target) != self._origin:
+        if origin(target) != self._origin:
             raise ResponseFormatError("a pagination link leaves the service's origin; not followed",
                                       method="GET", path=path, namespace=namespace)
         return target
@@ -615,15 +532,15 @@ class ServiceClient:
 
     async def _fetch_login(self) -> str:
         return await self._call("POST", self._url(s.LOGIN_PATH), self._prefix + s.LOGIN_PATH, None,
-                                _BASIC, _parse_token)
+                                _BASIC, parse_token)
 
     async def _fetch_renewal(self, token: str) -> str:
         return await self._call("GET", self._url(s.RENEW_TOKEN_PATH),
-                                self._prefix + s.RENEW_TOKEN_PATH, None, _GIVEN, _parse_token,
+                                self._prefix + s.RENEW_TOKEN_PATH, None, _GIVEN, parse_token,
                                 token=token)
 
 
-# Helpers -------------------------------------------------------------------------------
+# GC tuning while clients are open ------------------------------------------------------
 
 
 class _GcTuning:
@@ -651,173 +568,3 @@ class _GcTuning:
 
 
 _GC = _GcTuning()
-
-
-def _validate_base_url(base_url: str, allow_insecure_http: bool) -> str:
-    """Return `base_url` without a trailing slash, or raise `ConfigurationError`.
-
-    The URL itself is never echoed: it might carry credentials.
-    """
-    try:
-        url = httpx.URL(base_url.strip())
-    except (httpx.InvalidURL, TypeError):
-        raise ConfigurationError("base_url is not a valid URL") from None
-    if url.scheme not in ("http", "https") or not url.host:
-        raise ConfigurationError("base_url must be an absolute http(s) URL")
-    if url.userinfo:
-        raise ConfigurationError("base_url must not contain credentials; "
-                                 "set email and password (or access_token) instead")
-    if url.query or url.fragment:
-        raise ConfigurationError("base_url must not contain a query string or fragment")
-    if url.scheme == "http" and not allow_insecure_http and not _is_loopback(url.host):
-        raise ConfigurationError(f"refusing plain http to non-loopback host {url.host!r}: "
-                                 "use https, or set allow_insecure_http=True")
-    return str(url.copy_with(path=url.path.rstrip("/") or "/")).rstrip("/")
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _tls_verify(ca_bundle: str | None, verify_tls: bool) -> ssl.SSLContext | bool:
-    if ca_bundle is not None:
-        if not verify_tls:
-            raise ConfigurationError("ca_bundle and verify_tls=False contradict each other")
-        try:
-            return ssl.create_default_context(cafile=ca_bundle)
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigurationError(f"cannot load ca_bundle {ca_bundle!r}: {exc}") from None
-    return verify_tls
-
-
-def _checked_download_url(url: str, allow_insecure_http: bool) -> httpx.URL:
-    try:
-        target = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
-        target = None
-    if target is None or target.scheme not in ("http", "https") or not target.host:
-        raise ResponseFormatError("the document URL is not an absolute http(s) URL",
-                                  method="GET", path="<document url>")
-    if target.scheme == "http" and not allow_insecure_http and not _is_loopback(target.host):
-        raise ResponseFormatError("refusing to download over plain http from a non-loopback host",
-                                  method="GET", path=_path_of(target))
-    return target
-
-
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    default = {"http": 80, "https": 443}.get(url.scheme)
-    return url.scheme, url.host.lower(), url.port or default
-
-
-def _path_of(url: httpx.URL) -> str:
-    return url.raw_path.split(b"?", 1)[0].decode("ascii", "replace")
-
-
-def _segment(value: str) -> str:
-    """URL-quote one path identifier (every reserved character, including ``/``)."""
-    if not isinstance(value, str) or not value:
-        raise ValueError("an identifier must be a non-empty string")
-    return quote(value, safe="")
-
-
-def _header_id(value: str | None) -> str:
-    if not isinstance(value, str) or not value or any(ch in value for ch in "\r\n\0"):
-        raise ValueError("a namespace must be a non-empty company id")
-    return value
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or HTTP-date), clamped."""
-    value = response.headers.get(s.RETRY_AFTER_HEADER)
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        seconds = when.timestamp() - time.time()
-    if math.isnan(seconds):
-        return None
-    return min(max(seconds, 0.0), s.MAX_RETRY_AFTER)
-
-
-def _text(response: httpx.Response) -> str:
-    try:
-        return response.text[: s.MESSAGE_MAX_CHARS * 2]
-    except (UnicodeDecodeError, LookupError, httpx.ResponseNotRead):
-        return ""
-
-
-def _json(response: httpx.Response) -> Any:
-    """The body as JSON; raises `_Refused` for nesting deeper than ``MAX_JSON_DEPTH``."""
-    body = response.content
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        if "depth limit" in str(exc) or "recursion" in str(exc).lower():
-            raise _Refused(f"the JSON answer is nested deeper than {s.MAX_JSON_DEPTH} levels; "
-                           "refused") from None
-        raise
-    if _maybe_deeper_than(body, s.MAX_JSON_DEPTH) and _deeper_than(data, s.MAX_JSON_DEPTH):
-        raise _Refused(f"the JSON answer is nested deeper than {s.MAX_JSON_DEPTH} levels; refused")
-    return data
-
-
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-
-
-def _maybe_deeper_than(body: bytes, limit: int) -> bool:
-    """False if `body`'s brackets nest at most `limit` deep (checked at C speed).
-
-    Keeps only the brackets, then strips innermost pairs, one level or more per
-    round. True (walk the parsed value to be sure) when they are still there after
-    `limit` rounds or do not pair up (brackets inside strings).
-    """
-    brackets = body.translate(None, _NOT_BRACKETS)
-    for _ in range(limit):
-        if not brackets:
-            return False
-        shorter = brackets.replace(b"[]", b"").replace(b"{}", b"")
-        if len(shorter) == len(brackets):
-            return True
-        brackets = shorter
-    return bool(brackets)
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """True if `value` has containers nested more than `limit` deep."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limit:
-            return True
-        children = item.values() if type(item) is dict else item if type(item) is list else ()
-        stack.extend((child, depth + 1) for child in children
-                     if type(child) is dict or type(child) is list)
-    return False
-
-
-def _is_html(response: httpx.Response) -> bool:
-    content_type = response.headers.get("content-type", "")
-    return "html" in content_type.lower() or response.content.lstrip()[:1] == b"<"
-
-
-def _parse_token(response: httpx.Response) -> str:
-    try:
-        body = _json(response)
-    except orjson.JSONDecodeError:
-        body = response.text
-    return token_from_body(body)
-
-
-def _parse_page(response: httpx.Response, items_adapter: Any) -> tuple[list[Any], str | None]:
-    items, next_link = split_page(_json(response))
-    return items_adapter.validate_python(items), next_link or response.links.get("next", {}).get("url")
