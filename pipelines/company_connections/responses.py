@@ -30,8 +30,8 @@ from . import settings as s
 from .models import split_page, token_from_body
 from .retries import Retryable
 
-__all__ = ["Refused", "is_html", "read_body", "parse_json", "parse_page", "parse_token", "response_text",
-           "retry_after"]
+__all__ = ["Refused", "is_html", "parse_json", "parse_page", "parse_token", "read_body",
+           "response_text", "retry_after"]
 
 
 class Refused(ValueError):

@@ -24,7 +24,8 @@ async def test_one_attempt_allowed_means_no_retry() -> None:
         with pytest.raises(RequestFailedError) as info:
             await client.company(NS, "c-1")
     assert len(service.calls(COMPANY)) == 1
-    assert (info.value.attempts, info.value.last_error, info.value.status_code) == (1, "HTTP 502", 502)
+    error = info.value
+    assert (error.attempts, error.last_error, error.status_code) == (1, "HTTP 502", 502)
     assert client.stats.retries == 0
 
 
