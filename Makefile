@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 
 $(BIN)/diligence: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
-	$(UV) sync --frozen
+	$(UV) sync --frozen --compile-bytecode
 	@touch $@
 
 install: $(BIN)/diligence

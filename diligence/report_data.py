@@ -347,7 +347,8 @@ def _changes(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, Any]
         con,
         f"""
         select c.namespace_company_id, c.company_id,
-               coalesce(n.counterparty, c.company_id) as counterparty, c.company_type_id, coalesce(c.field_label, c.field_id) as field,
+               coalesce(n.counterparty, c.company_name, c.company_id) as counterparty, c.company_type_id,
+               coalesce(c.field_label, c.field_id) as field, c.change_type,
                c.old_answer_text, c.new_answer_text, c.changed_at
         from analytics.answer_changes c join {WINDOWS} w using (namespace_company_id)
         left join {NAMES} n on n.company_id = c.company_id

@@ -9,10 +9,10 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import dlt
-from dlt.common.pipeline import SupportsPipeline
-from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
+if TYPE_CHECKING:  # dlt takes seconds to import: only the commands that load import it
+    from dlt.common.pipeline import SupportsPipeline
 
 DEFAULT_WAREHOUSE = Path("data/warehouse.duckdb")
 PIPELINE_NAME = "company_connections"
@@ -32,6 +32,9 @@ def pipeline_for(warehouse: Path) -> SupportsPipeline:
     Keeping dlt's working folder next to the warehouse (``<dir>/.dlt-pipelines/<stem>``)
     means two warehouses never share pipeline state.
     """
+    import dlt
+    from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
+
     warehouse = warehouse.expanduser().resolve()
     warehouse.parent.mkdir(parents=True, exist_ok=True)
     pipelines_dir = warehouse.parent / ".dlt-pipelines" / warehouse.stem

@@ -30,7 +30,7 @@ from urllib.parse import parse_qs
 import orjson
 
 from diligence.sandbox.admin import handle_admin
-from diligence.sandbox.auth import AuthError, TokenAuthority
+from diligence.sandbox.auth import AuthError, Claims, TokenAuthority
 from diligence.sandbox.data import Access, World
 from diligence.sandbox.faults import FaultInjector, Faults, Outcome
 
@@ -218,6 +218,13 @@ class SandboxApp:
 
     # ------------------------------------------------------------ endpoints
 
+    def _count_use(self, claims: Claims) -> None:
+        try:
+            self.auth.use(claims, self.faults.revoke_after_uses)
+        except AuthError:
+            self.stats.injected["token_revoked"] += 1
+            raise
+
     def _handle(self, endpoint: int, args: tuple[str, ...], scope: Scope) -> Result:
         authorization = namespace = host = None
         for key, value in scope["headers"]:
@@ -234,7 +241,9 @@ class SandboxApp:
                 return 200, orjson.dumps({"token": self.auth.issue(lifetime)}), None
             if endpoint == 2:
                 return 200, orjson.dumps({"token": self.auth.renew(authorization, lifetime)}), None
-            self.auth.verify_header(authorization)
+            claims = self.auth.verify_header(authorization)
+            if self.faults.revoke_after_uses:
+                self._count_use(claims)
         except AuthError as exc:
             scheme = b'Basic realm="sandbox"' if endpoint == 1 else b'Bearer realm="sandbox"'
             return error(401, str(exc), [(b"www-authenticate", scheme)])

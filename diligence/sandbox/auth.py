@@ -58,6 +58,7 @@ class TokenAuthority:
         self._revoked: set[str] = set()
         self._memo: dict[str, Claims] = {}
         self._expires_at: dict[str, float] = {}
+        self._uses: dict[str, int] = {}
 
     # ------------------------------------------------------------ login
 
@@ -130,6 +131,17 @@ class TokenAuthority:
         return self.issue(lifetime)
 
     # ------------------------------------------------------------ revocation
+
+    def use(self, claims: Claims, max_uses: int) -> bool:
+        """Count one use of a checked token; past `max_uses` it is revoked and this
+        raises AuthError. Returns True when this use was the token's last one."""
+        uses = self._uses.get(claims.jti, 0) + 1
+        if uses > max_uses:
+            self._revoked.add(claims.jti)
+            self._uses.pop(claims.jti, None)
+            raise AuthError("Token has been invalidated")
+        self._uses[claims.jti] = uses
+        return uses == max_uses
 
     def revoke_all(self) -> int:
         """Revoke every token issued so far; returns how many were still valid."""

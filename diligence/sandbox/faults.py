@@ -13,6 +13,9 @@ Which requests a fault touches:
   endpoints 3-11, and to the two authentication endpoints (1, 2) only when
   ``auth_faults`` is true.
 - ``token_lifetime`` changes the lifetime of tokens issued from then on.
+- ``revoke_after_uses`` revokes every token once it has been used N times on
+  endpoints 3-11 (a token storm: other tools renewing the shared account's token,
+  or a gateway rotating sessions); the next use answers 401.
 - ``fail_namespaces`` (every request made in those namespaces answers 500)
   and ``deny_pairs`` (403 for those company x type pairs on endpoints 7, 9,
   10 and 11) are deterministic failures; the ground truth ignores them.
@@ -53,6 +56,8 @@ class Faults:
     rate_burst: int = _switch(0, "token bucket size; 0 = max(1, rate_limit)")
     token_lifetime: int | None = _switch(
         None, "lifetime of newly issued tokens in seconds (default 7 days)")
+    revoke_after_uses: int = _switch(
+        0, "revoke every token after N uses on endpoints 3-11 (token storms); 0 = off")
     malformed_rate: float = _switch(
         0.0, "share of requests answered 200 with a truncated or non-JSON body")
     reset_rate: float = _switch(0.0, "share of requests whose connection is dropped mid-response")
@@ -123,7 +128,7 @@ def _coerce(name: str, value: Any) -> Any:
         raise ValueError(f"{name} must be a non-negative number")
     if name in _RATES and value > 1:
         raise ValueError(f"{name} must be between 0 and 1")
-    if name == "rate_burst":
+    if name in ("rate_burst", "revoke_after_uses"):
         return int(value)
     return float(value)
 

@@ -17,6 +17,10 @@ Rules (the service invalidates a token when it is renewed):
   does nothing (the caller just retries with the current token). Otherwise it logs
   in again when a password is available; in token-only mode it tries one renewal
   and, if that is rejected too, raises `AuthenticationError`.
+- Re-logins (or renewals in token-only mode) caused by 401s are bounded by
+  `relogin_budget` per manager (per run): a service that keeps revoking tokens (a
+  token storm) is followed that far, then `recover` raises `AuthenticationError`
+  saying the budget is exhausted.
 - A scheduled renewal rejected with 401 falls back to a re-login when possible;
   one that fails otherwise (service errors after retries) keeps the still valid
   token and is tried again ``RENEW_RETRY_SECONDS`` later.
@@ -44,6 +48,7 @@ import jwt
 
 from .errors import AuthenticationError, ConfigurationError, ServiceError
 from .settings import (
+    DEFAULT_RELOGIN_BUDGET,
     DEFAULT_RENEW_MARGIN_SECONDS,
     DEFAULT_TOKEN_LIFETIME_SECONDS,
     RENEW_MARGIN_FRACTION,
@@ -167,6 +172,7 @@ class TokenManager:
         renew_margin_seconds: float = DEFAULT_RENEW_MARGIN_SECONDS,
         on_event: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.time,
+        relogin_budget: int = DEFAULT_RELOGIN_BUDGET,
     ) -> None:
         self._login = login
         self._renew = renew
@@ -181,6 +187,8 @@ class TokenManager:
         self._known: set[str] = set()
         self._expires_at = 0.0
         self._renew_at = 0.0
+        self.relogin_budget = relogin_budget
+        self.recoveries = 0
 
     def __repr__(self) -> str:
         mode = "token-only" if self.token_only else "password"
@@ -267,6 +275,13 @@ class TokenManager:
         async with self._lock:
             if rejected != self._token:
                 return False
+            if self.recoveries >= self.relogin_budget:
+                raise AuthenticationError(
+                    f"re-login budget exhausted: the service revoked this run's token "
+                    f"{self.recoveries} times; raise relogin_budget if its tokens are "
+                    f"expected to be revoked that often",
+                    method="GET", path=RENEW_TOKEN_PATH, status_code=401)
+            self.recoveries += 1
             if self._login is not None:
                 logger.debug("token rejected with 401; logging in again")
                 self._set(await self._login(), "relogin")

@@ -1,7 +1,12 @@
 """Async HTTP client of the service: one typed method per endpoint.
 
-`ServiceClient` owns one pooled `httpx.AsyncClient` per run (use it as an async
-context manager). Every request goes through the same pipeline:
+`ServiceClient` owns one connection pool per run (use it as an async context
+manager): by default the `transport.AiohttpTransport` (httpx's transport seam on
+aiohttp), with as many connections as `max_concurrency`; any
+`httpx.AsyncBaseTransport` can be passed as `transport=` instead (tests use
+`httpx.MockTransport`). API requests are built as `httpx.Request`s and handed to
+the transport directly; downloads go through an `httpx.AsyncClient` on the same
+transport (they follow redirects). Every API request goes through one pipeline:
 
 1. a global `asyncio.Semaphore(max_concurrency)` is held for the attempt only,
    never while waiting between retries (login and renewal requests bypass it, so
@@ -11,19 +16,39 @@ context manager). Every request goes through the same pipeline:
 3. the `AdaptiveThrottle` makes the request wait for any 429 cool-down and for the
    rate limit (an `aiolimiter.AsyncLimiter`), which starts at
    `requests_per_second` (None: unlimited) and adapts to 429s;
-4. a 401 is answered by retrying with the current token if the rejected one was
-   already replaced, else by one re-login (or renewal in token-only mode) and one
-   retry; a further 401 raises `AuthenticationError`;
-5. 403, 404, 400 and other 4xx raise `DeniedError`, `NotFoundError` and
-   `BadRequestError` at once; 408, 429, 5xx, timeouts, connection and protocol
-   errors and malformed bodies are retried by tenacity with full-jitter exponential
-   backoff (``Retry-After`` honoured on 429 and 503) up to `max_attempts`, then
-   raise `RequestFailedError`.
+4. `request_timeout` bounds the whole attempt, from sending to the body's last
+   byte; a body over `max_response_bytes` (announced or counted) is refused;
+5. a 401 is answered by retrying with the current token if the rejected one was
+   already replaced, else by a re-login (or renewal in token-only mode) and a
+   retry. A 401 on a token obtained after the request's previous 401 is a new
+   revocation (a token storm), answered the same way: re-logins are bounded by
+   `relogin_budget` per client and ``MAX_RELOGINS_PER_REQUEST`` per request, then
+   `AuthenticationError`. Bad credentials are only a login that fails;
+6. 403, 404, 400 and other 4xx raise `DeniedError`, `NotFoundError` and
+   `BadRequestError` at once (a 404 page in HTML raises `ResponseFormatError`
+   "... answered text/html, not JSON: check base_url"); 408, 429, 5xx, timeouts,
+   connection and protocol errors and malformed bodies are retried with
+   full-jitter exponential backoff (``Retry-After`` honoured on 429 and 503) up to
+   `max_attempts`, then raise `RequestFailedError` (`retries.RetryPolicy`: the first
+   attempt runs bare, tenacity takes over after a retryable failure). A host name that does not
+   resolve, an untrusted certificate, a body over the size cap and JSON nested
+   deeper than ``MAX_JSON_DEPTH`` fail at once (`RequestFailedError` with one
+   attempt, or `ResponseFormatError`), naming the URL or the cap.
+
+Nothing is built per request that a request does not need: URLs are parsed once,
+no retry object is built until an attempt fails, questionnaires keep their
+forms raw (typed lazily), and the start-up heap is frozen out of the GC's scans
+while the client is open (see `__aenter__`).
 
 List endpoints (5, 10) follow pagination if the service ever pages: a
 ``Link: <url>; rel="next"`` header, or an object body ``{items|data|results,
 next|nextPage|links.next}``. Next links must stay on the service's origin; a
 repeated page or more than ``MAX_PAGES`` pages raises `ResponseFormatError`.
+
+This module holds the pipeline and the endpoints; its neighbours hold the rest:
+`retries` (the attempt and backoff policy of step 6), `responses` (JSON under the
+nesting cap, pages, tokens, ``Retry-After``, HTML detection), `urls` (settings
+checks, path quoting, origins) and `downloads` (streaming a document to disk).
 """
 
 from __future__ import annotations
@@ -31,37 +56,26 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import email.utils
-import hashlib
-import ipaddress
+import gc
 import logging
-import math
-import os
 import pathlib
-import secrets
-import ssl
-import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, NoReturn, Self, TypeVar
-from urllib.parse import quote
 
 import httpx
-import orjson
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
-from tenacity.wait import wait_random_exponential
 
 from . import settings as s
 from .auth import TokenManager, TokenStore
+from .downloads import DownloadResult, download_once
 from .errors import (
     AuthenticationError,
     BadRequestError,
     ConfigurationError,
     DeniedError,
     NotFoundError,
-    RequestFailedError,
     ResponseFormatError,
     ServiceError,
     redact,
@@ -77,8 +91,27 @@ from .models import (
     Questionnaire,
     UserInfo,
     adapter,
-    split_page,
-    token_from_body,
+)
+from .responses import (
+    Refused,
+    is_html,
+    parse_json,
+    parse_page,
+    parse_token,
+    read_body,
+    response_text,
+    retry_after,
+)
+from .retries import Retryable, RetryPolicy
+from .transport import AiohttpTransport, CertificateError, NameResolutionError
+from .urls import (
+    checked_download_url,
+    header_id,
+    origin,
+    path_of,
+    segment,
+    tls_verify,
+    validate_base_url,
 )
 
 __all__ = ["DownloadResult", "RequestStats", "ServiceClient"]
@@ -111,26 +144,6 @@ class RequestStats:
         return data
 
 
-@dataclass(frozen=True)
-class DownloadResult:
-    """A downloaded document: where it is, its size in bytes and its SHA-256."""
-
-    path: pathlib.Path
-    size: int
-    sha256: str
-    content_type: str | None
-
-
-class _Retryable(Exception):
-    """One failed attempt that tenacity may retry; never escapes the client."""
-
-    def __init__(self, last_error: str, message: str, *, status_code: int | None = None,
-                 retry_after: float | None = None, cause: BaseException | None = None) -> None:
-        super().__init__(last_error)
-        self.last_error, self.message, self.status_code = last_error, message, status_code
-        self.retry_after, self.cause = retry_after, cause
-
-
 class ServiceClient:
     """Typed async client of the service (endpoints 1-11 of the specification).
 
@@ -160,8 +173,11 @@ class ServiceClient:
         allow_insecure_http: bool = False,
         transport: httpx.AsyncBaseTransport | None = None,
         user_agent: str = s.USER_AGENT,
+        max_response_bytes: int = s.DEFAULT_MAX_RESPONSE_BYTES,
+        max_download_bytes: int = s.DEFAULT_MAX_DOWNLOAD_BYTES,
+        relogin_budget: int = s.DEFAULT_RELOGIN_BUDGET,
     ) -> None:
-        self._base = _validate_base_url(base_url, allow_insecure_http)
+        self._base = validate_base_url(base_url, allow_insecure_http)
         self._allow_insecure_http = allow_insecure_http
         if password and not email:
             raise ConfigurationError("a password needs an email")
@@ -173,7 +189,13 @@ class ServiceClient:
             raise ConfigurationError("requests_per_second must be positive (or None)")
         if backoff_initial < 0 or backoff_max < backoff_initial:
             raise ConfigurationError("backoff needs 0 <= backoff_initial <= backoff_max")
-        self._verify = _tls_verify(ca_bundle, verify_tls)
+        if max_response_bytes < 1 or max_download_bytes < 1 or relogin_budget < 0:
+            raise ConfigurationError("max_response_bytes and max_download_bytes must be positive, "
+                                     "relogin_budget not negative")
+        base = httpx.URL(self._base)
+        self._origin = origin(base)
+        self._prefix = path_of(base).rstrip("/")
+        self._verify = tls_verify(ca_bundle, verify_tls)
         self._password = password
         self._access_token = access_token
         self._basic = None
@@ -182,14 +204,20 @@ class ServiceClient:
             self._basic = "Basic " + base64.b64encode(pair).decode("ascii")
         self._max_concurrency = max_concurrency
         self._timeout = request_timeout
-        self._max_attempts = max_attempts
-        self._jitter = wait_random_exponential(multiplier=backoff_initial, max=backoff_max)
+        self._max_response_bytes, self._max_download_bytes = max_response_bytes, max_download_bytes
         self._transport = transport
         self._user_agent = user_agent
+        self._headers = {"User-Agent": user_agent, s.ACCEPT_HEADER: "application/json"}
+        self._extensions = {"timeout": httpx.Timeout(request_timeout).as_dict()}
         self._semaphore = asyncio.Semaphore(max_concurrency)
         self._http: httpx.AsyncClient | None = None
+        self._sender: httpx.AsyncBaseTransport | None = None
+        self._gc_tuned = False
         self.stats = RequestStats()
         self.throttle = AdaptiveThrottle(requests_per_second)
+        self.retries = RetryPolicy(max_attempts=max_attempts, backoff_initial=backoff_initial,
+                                   backoff_max=backoff_max, on_retry=self._count_retry,
+                                   secrets=self._secrets)
         self.tokens = TokenManager(
             login=self._fetch_login if self._basic else None,
             renew=self._fetch_renewal,
@@ -197,6 +225,7 @@ class ServiceClient:
             store=token_store,
             renew_margin_seconds=renew_margin_seconds,
             on_event=self._count_auth_event,
+            relogin_budget=relogin_budget,
         )
 
     def __repr__(self) -> str:
@@ -204,23 +233,36 @@ class ServiceClient:
         return f"ServiceClient({self._base!r}, {mode})"
 
     async def __aenter__(self) -> Self:
+        """Open the connection pool; the start-up heap is frozen out of the GC's scans."""
         limits = httpx.Limits(max_connections=self._max_concurrency,
                               max_keepalive_connections=self._max_concurrency)
+        self._sender = self._transport or AiohttpTransport(
+            verify=self._verify, max_connections=self._max_concurrency, timeout=self._timeout)
         self._http = httpx.AsyncClient(
-            transport=self._transport,
+            transport=self._sender,
             verify=self._verify,
             timeout=httpx.Timeout(self._timeout),
             limits=limits,
             headers={"User-Agent": self._user_agent, s.ACCEPT_HEADER: "application/json"},
             follow_redirects=False,
         )
+        # Every response allocates many short-lived objects; with the default gen-0
+        # threshold (700) the collector rescans the young heap thousands of times per
+        # sync. Freeze what exists now and collect young objects less often.
+        if not self._gc_tuned:
+            _GC.enter()
+            self._gc_tuned = True
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self._gc_tuned:
+            _GC.exit()
+            self._gc_tuned = False
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+            self._sender = None
 
     # Endpoints -------------------------------------------------------------------------
 
@@ -234,12 +276,12 @@ class ServiceClient:
 
     async def user_info(self) -> UserInfo:
         """Endpoint 3: the user's roles; sent without ``x-namespace``."""
-        return await self._get(s.USER_INFO_PATH, None, lambda r: UserInfo.model_validate(_json(r)))
+        return await self._get(s.USER_INFO_PATH, None, lambda r: UserInfo.model_validate(parse_json(r)))
 
     async def company(self, namespace: str, company_id: str) -> Company:
         """Endpoint 4: one company's details."""
-        path = s.COMPANY_PATH.format(company_id=_segment(company_id))
-        return await self._get(path, namespace, lambda r: Company.model_validate(_json(r)))
+        path = s.COMPANY_PATH.format(company_id=segment(company_id))
+        return await self._get(path, namespace, lambda r: Company.model_validate(parse_json(r)))
 
     async def connections(self, namespace: str) -> list[ConnectionEntry]:
         """Endpoint 5: every connection of the namespace (all pages)."""
@@ -247,36 +289,36 @@ class ServiceClient:
 
     async def connection(self, namespace: str, company_id: str) -> ConnectionDetail:
         """Endpoint 6: one connection with its reading rights."""
-        path = s.CONNECTION_PATH.format(company_id=_segment(company_id))
-        return await self._get(path, namespace, lambda r: ConnectionDetail.model_validate(_json(r)))
+        path = s.CONNECTION_PATH.format(company_id=segment(company_id))
+        return await self._get(path, namespace, lambda r: ConnectionDetail.model_validate(parse_json(r)))
 
     async def questionnaire(self, namespace: str, company_id: str, company_type_id: str) -> Questionnaire:
         """Endpoint 7: a company's questionnaire for a company type, with answers."""
-        path = s.QUESTIONNAIRE_PATH.format(company_id=_segment(company_id),
-                                           company_type_id=_segment(company_type_id))
-        return await self._get(path, namespace, lambda r: Questionnaire.from_body(_json(r)))
+        path = s.QUESTIONNAIRE_PATH.format(company_id=segment(company_id),
+                                           company_type_id=segment(company_type_id))
+        return await self._get(path, namespace, lambda r: Questionnaire.from_body(parse_json(r)))
 
     async def template(self, namespace: str, company_type_id: str) -> Questionnaire:
         """Endpoint 8: the questionnaire of a company type, without answers."""
-        path = s.TEMPLATE_PATH.format(company_type_id=_segment(company_type_id))
-        return await self._get(path, namespace, lambda r: Questionnaire.from_body(_json(r)))
+        path = s.TEMPLATE_PATH.format(company_type_id=segment(company_type_id))
+        return await self._get(path, namespace, lambda r: Questionnaire.from_body(parse_json(r)))
 
     async def field_information(self, namespace: str, company_id: str, field_id: str) -> FieldInformation:
         """Endpoint 9: the answer of one field."""
-        path = s.FIELD_INFORMATION_PATH.format(company_id=_segment(company_id),
-                                               field_id=_segment(field_id))
-        return await self._get(path, namespace, lambda r: FieldInformation.model_validate(_json(r)))
+        path = s.FIELD_INFORMATION_PATH.format(company_id=segment(company_id),
+                                               field_id=segment(field_id))
+        return await self._get(path, namespace, lambda r: FieldInformation.model_validate(parse_json(r)))
 
     async def documents(self, namespace: str, company_id: str, company_type_id: str) -> list[Document]:
         """Endpoint 10: a company's documents under a company type (all pages)."""
-        path = s.DOCUMENTS_PATH.format(company_id=_segment(company_id),
-                                       company_type_id=_segment(company_type_id))
+        path = s.DOCUMENTS_PATH.format(company_id=segment(company_id),
+                                       company_type_id=segment(company_type_id))
         return await self._get_list(path, namespace, Document)
 
     async def document_url(self, namespace: str, document_id: str) -> DocumentUrl:
         """Endpoint 11: a temporary download URL of a document."""
-        path = s.DOCUMENT_URL_PATH.format(document_id=_segment(document_id))
-        return await self._get(path, namespace, lambda r: DocumentUrl.model_validate(_json(r)))
+        path = s.DOCUMENT_URL_PATH.format(document_id=segment(document_id))
+        return await self._get(path, namespace, lambda r: DocumentUrl.model_validate(parse_json(r)))
 
     async def download(self, url: str, dest: pathlib.Path) -> DownloadResult:
         """Stream a signed document URL to `dest` (temp file, then rename).
@@ -284,108 +326,110 @@ class ServiceClient:
         Sends no Authorization header; follows redirects; retried like any request.
         The rate limit applies only when the URL is on the service's own origin.
         """
-        target = _checked_download_url(url, self._allow_insecure_http)
-        path = _path_of(target)
-        limited = _origin(target) == _origin(httpx.URL(self._base))
+        target = checked_download_url(url, self._allow_insecure_http)
+        path = path_of(target)
+        limited = origin(target) == self._origin
         dest = pathlib.Path(dest)
-        return await self._with_retries(
-            "GET", path, None, lambda attempt: self._download_once(target, path, dest, limited, attempt))
+        return await self.retries.run(
+            "GET", path, None, lambda attempt: download_once(self, target, path, dest, limited, attempt))
 
     # Pipeline --------------------------------------------------------------------------
 
+    def _url(self, path: str) -> httpx.URL:
+        return httpx.URL(self._base + path)
+
     async def _get(self, path: str, namespace: str | None, parse: Callable[[httpx.Response], T]) -> T:
-        return await self._call("GET", self._base + path, namespace, _BEARER, parse)
+        return await self._call("GET", self._url(path), self._prefix + path, namespace, _BEARER, parse)
 
     async def _get_list(self, path: str, namespace: str, item_type: type[T]) -> list[T]:
         items_adapter = adapter(list[item_type])  # type: ignore[valid-type]
-        url = self._base + path
-        seen: set[str] = set()
+        url = self._url(path)
+        path = self._prefix + path
+        seen: set[httpx.URL] = set()
         items: list[T] = []
         for _ in range(s.MAX_PAGES):
             seen.add(url)
             page, next_link = await self._call(
-                "GET", url, namespace, _BEARER, lambda r: _parse_page(r, items_adapter))
+                "GET", url, path, namespace, _BEARER, lambda r: parse_page(r, items_adapter))
             items.extend(page)
             if next_link is None:
                 return items
-            url = self._resolve_next(url, next_link, namespace)
+            url = self._resolve_next(url, path, next_link, namespace)
+            path = path_of(url)
             if url in seen:
                 raise ResponseFormatError("pagination loop: a next link repeats a page already read",
-                                          method="GET", path=_path_of(httpx.URL(url)), namespace=namespace)
+                                          method="GET", path=path, namespace=namespace)
         raise ResponseFormatError(f"more than {s.MAX_PAGES} pages", method="GET", path=path,
                                   namespace=namespace)
 
-    async def _call(self, method: str, url: str, namespace: str | None, auth: str,
+    async def _call(self, method: str, url: httpx.URL, path: str, namespace: str | None, auth: str,
                     parse: Callable[[httpx.Response], T], token: str | None = None) -> T:
-        path = _path_of(httpx.URL(url))
-
         async def once(attempt: int) -> T:
             response = await self._attempt(method, url, path, namespace, auth, token, attempt)
             try:
                 return parse(response)
+            except Refused as exc:
+                raise ResponseFormatError(str(exc), method=method, path=path, namespace=namespace,
+                                          status_code=response.status_code) from None
             except (ValueError, TypeError, KeyError) as exc:
-                error = ResponseFormatError(f"{type(exc).__name__}: {exc}", method=method, path=path,
-                                            namespace=namespace, status_code=response.status_code,
-                                            secrets=self._secrets())
-                raise _Retryable("ResponseFormatError", error.message,
+                # An HTML page may be a passing proxy error: retried, but named as such.
+                error = self._html_error(response, method, path, namespace) if is_html(response) \
+                    else ResponseFormatError(f"{type(exc).__name__}: {exc}", method=method,
+                                             path=path, namespace=namespace,
+                                             status_code=response.status_code,
+                                             secrets=self._secrets())
+                raise Retryable("ResponseFormatError", error.message,
                                  status_code=response.status_code, cause=error) from None
 
-        return await self._with_retries(method, path, namespace, once)
+        return await self.retries.run(method, path, namespace, once)
 
-    async def _with_retries(self, method: str, path: str, namespace: str | None,
-                            once: Callable[[int], Awaitable[T]]) -> T:
-        """Run `once(attempt_number)` under the retry policy; exhausted -> RequestFailedError."""
-        attempts = 0
-        try:
-            async for attempt in self._retrying():
-                with attempt:
-                    attempts += 1
-                    return await once(attempts)
-        except _Retryable as exc:
-            raise RequestFailedError(exc.message, method=method, path=path, namespace=namespace,
-                                     status_code=exc.status_code, attempts=attempts,
-                                     last_error=exc.last_error, secrets=self._secrets()) from exc.cause
-        raise AssertionError("unreachable")
-
-    async def _attempt(self, method: str, url: str, path: str, namespace: str | None, auth: str,
-                       token: str | None, attempt: int) -> httpx.Response:
+    async def _attempt(self, method: str, url: httpx.URL, path: str, namespace: str | None,
+                       auth: str, token: str | None, attempt: int) -> httpx.Response:
         """One attempt, including the 401 handling of module docstring step 4."""
-        relogged = False
-        for _ in range(s.MAX_STALE_TOKEN_RETRIES + 2):
-            headers = {s.NAMESPACE_HEADER: s.NAMESPACE_VALUE.format(company_id=_header_id(namespace))} \
-                if namespace is not None else {}
-            if auth == _BASIC:
-                headers[s.AUTHORIZATION_HEADER] = self._basic or ""
-            elif auth == _GIVEN and token is not None:
-                headers[s.AUTHORIZATION_HEADER] = f"Bearer {token}"
+        headers = {s.NAMESPACE_HEADER: s.NAMESPACE_VALUE.format(company_id=header_id(namespace))} \
+            if namespace is not None else {}
+        if auth == _BASIC:
+            headers[s.AUTHORIZATION_HEADER] = self._basic or ""
+        elif auth == _GIVEN and token is not None:
+            headers[s.AUTHORIZATION_HEADER] = f"Bearer {token}"
+        unauthorized = relogins = 0
+        while True:
             response, sent_token = await self._send(method, url, path, headers, attempt,
                                                     bearer=auth == _BEARER)
-            if response.status_code == 401 and auth == _BEARER and sent_token is not None:
-                if relogged and self.tokens.is_current(sent_token):
+            code = response.status_code
+            if code == 401 and auth == _BEARER and sent_token is not None:
+                unauthorized += 1
+                if relogins >= s.MAX_RELOGINS_PER_REQUEST:
                     raise self._error(AuthenticationError, response, method, path, namespace,
-                                      "still unauthorized (401) after logging in again")
-                relogged = await self.tokens.recover(sent_token) or relogged
+                                      f"still unauthorized (401) after logging in again "
+                                      f"{relogins} times")
+                if unauthorized > s.MAX_UNAUTHORIZED_PER_REQUEST:
+                    raise self._error(AuthenticationError, response, method, path, namespace,
+                                      "the token kept being replaced while retrying")
+                if await self.tokens.recover(sent_token):
+                    relogins += 1
                 continue
-            if auth in (_BASIC, _GIVEN) and response.status_code in (401, 403):
+            if auth != _BEARER and code in (401, 403):
                 what = "login" if auth == _BASIC else "token renewal"
                 raise self._error(AuthenticationError, response, method, path, namespace,
                                   f"{what} rejected; check the credentials")
-            self._check_status(response, method, path, namespace)
+            if code < 200 or code >= 300:
+                self._check_status(response, method, path, namespace)
             return response
-        raise AuthenticationError("the token kept being replaced while retrying", method=method,
-                                  path=path, namespace=namespace, status_code=401)
 
-    async def _send(self, method: str, url: str, path: str, headers: dict[str, str],
+    async def _send(self, method: str, url: httpx.URL, path: str, headers: dict[str, str],
                     attempt: int, *, bearer: bool) -> tuple[httpx.Response, str | None]:
-        """Send one request; returns the response and the bearer token it carried.
+        """Send one request and read its body; returns the response and its bearer token.
 
         A bearer request takes its token only once it holds a concurrency slot and its
         turn of the rate limit, right before it goes out: a token read earlier may
         have expired or been renewed while the request queued. Login and renewal
         requests (not `bearer`) don't queue for a slot, since queued requests may be
-        waiting for exactly that renewal.
+        waiting for exactly that renewal. `request_timeout` bounds the whole attempt,
+        from sending to the last byte of the body.
         """
-        if self._http is None:
+        sender = self._sender
+        if sender is None:
             raise ConfigurationError("use the client inside 'async with ServiceClient(...)'")
         sent_token: str | None = None
         async with self._semaphore if bearer else contextlib.nullcontext():
@@ -393,54 +437,25 @@ class ServiceClient:
             if bearer:
                 sent_token = await self.tokens.get()
                 headers = {**headers, s.AUTHORIZATION_HEADER: f"Bearer {sent_token}"}
+            request = httpx.Request(method, url, headers={**self._headers, **headers},
+                                    extensions=self._extensions)
             sent_at = self.throttle.now()
             self.stats.requests_sent += 1
             try:
-                response = await self._http.request(method, url, headers=headers)
+                async with asyncio.timeout(self._timeout):
+                    response = await sender.handle_async_request(request)
+                    response = await read_body(response, request, self._max_response_bytes)
             except _TRANSPORT_ERRORS as exc:
-                self._transport_failed(method, path, attempt, exc)
-            retry_after = _retry_after(response) if response.status_code == 429 else None
-            self.throttle.record(response.status_code, sent_at, retry_after)
+                self._transport_failed(method, path, attempt, exc, url)
+            except TimeoutError:
+                self._transport_failed(method, path, attempt, httpx.ReadTimeout(
+                    f"no complete answer within request_timeout ({self._timeout:g} s)"), url)
+            if response.status_code == 429:
+                self.throttle.record(429, sent_at, retry_after(response))
+            else:
+                self.throttle.record(response.status_code, sent_at, None)
         self._count_response(method, path, attempt, response.status_code, len(response.content))
         return response, sent_token
-
-    async def _download_once(self, url: httpx.URL, path: str, dest: pathlib.Path,
-                             limited: bool, attempt: int) -> DownloadResult:
-        if self._http is None:
-            raise ConfigurationError("use the client inside 'async with ServiceClient(...)'")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(6)}.part")
-        try:
-            async with self._semaphore:
-                if limited:
-                    await self.throttle.wait_turn()
-                sent_at = self.throttle.now()
-                self.stats.requests_sent += 1
-                try:
-                    async with self._http.stream("GET", url, headers={s.ACCEPT_HEADER: "*/*"},
-                                                 follow_redirects=True) as response:
-                        if limited:
-                            self.throttle.record(response.status_code, sent_at, _retry_after(response))
-                        if response.status_code >= 300:
-                            await response.aread()
-                            self._count_response("GET", path, attempt, response.status_code, 0)
-                            self._check_status(response, "GET", path, None)
-                        digest, size = hashlib.sha256(), 0
-                        with tmp.open("wb") as handle:
-                            async for chunk in response.aiter_bytes(s.DOWNLOAD_CHUNK_SIZE):
-                                handle.write(chunk)
-                                digest.update(chunk)
-                                size += len(chunk)
-                        content_type = response.headers.get("content-type")
-                        status = response.status_code
-                except _TRANSPORT_ERRORS as exc:
-                    self._transport_failed("GET", path, attempt, exc)
-            self._count_response("GET", path, attempt, status, size)
-            os.replace(tmp, dest)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
-        return DownloadResult(path=dest, size=size, sha256=digest.hexdigest(), content_type=content_type)
 
     def _check_status(self, response: httpx.Response, method: str, path: str,
                       namespace: str | None) -> None:
@@ -448,50 +463,50 @@ class ServiceClient:
         if 200 <= code < 300:
             return
         if code in s.RETRYABLE_STATUS_CODES or code >= 500:
-            retry_after = _retry_after(response) if code in s.RETRY_AFTER_STATUS_CODES else None
-            raise _Retryable(f"HTTP {code}", redact(_text(response), self._secrets()),
-                             status_code=code, retry_after=retry_after)
+            wait = retry_after(response) if code in s.RETRY_AFTER_STATUS_CODES else None
+            raise Retryable(f"HTTP {code}", redact(response_text(response), self._secrets()),
+                            status_code=code, retry_after=wait)
+        if code == 404 and is_html(response):
+            raise self._html_error(response, method, path, namespace)
         kind: type[ServiceError] = {401: AuthenticationError, 403: DeniedError,
                                     404: NotFoundError}.get(code, BadRequestError)
         raise self._error(kind, response, method, path, namespace, "")
 
     def _error(self, kind: type[ServiceError], response: httpx.Response, method: str, path: str,
                namespace: str | None, prefix: str) -> ServiceError:
-        text = _text(response)
+        text = response_text(response)
         message = f"{prefix}: {text}" if prefix and text else prefix or text
         return kind(message, method=method, path=path, namespace=namespace,
                     status_code=response.status_code, secrets=self._secrets())
 
-    def _resolve_next(self, current: str, link: str, namespace: str | None) -> str:
-        target = httpx.URL(current).join(link)
-        if _origin(target) != _origin(httpx.URL(self._base)):
+    def _html_error(self, response: httpx.Response, method: str, path: str,
+                    namespace: str | None) -> ResponseFormatError:
+        return ResponseFormatError(f"{self._base} answered text/html, not JSON: check base_url",
+                                   method=method, path=path, namespace=namespace,
+                                   status_code=response.status_code)
+
+    def _resolve_next(self, current: httpx.URL, path: str, link: str,
+                      namespace: str | None) -> httpx.URL:
+        target = current.join(link)
+        if origin(target) != self._origin:
             raise ResponseFormatError("a pagination link leaves the service's origin; not followed",
-                                      method="GET", path=_path_of(httpx.URL(current)),
-                                      namespace=namespace)
-        return str(target)
+                                      method="GET", path=path, namespace=namespace)
+        return target
 
-    def _retrying(self) -> AsyncRetrying:
-        return AsyncRetrying(stop=stop_after_attempt(self._max_attempts), wait=self._wait,
-                             retry=retry_if_exception_type(_Retryable), reraise=True,
-                             before_sleep=self._before_sleep)
-
-    def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        retry_after = exc.retry_after if isinstance(exc, _Retryable) else None
-        return max(retry_after or 0.0, self._jitter(state))
-
-    def _before_sleep(self, state: RetryCallState) -> None:
-        self.stats.retries += 1
-        exc = state.outcome.exception() if state.outcome else None
-        reason = exc.last_error if isinstance(exc, _Retryable) else type(exc).__name__
-        wait = state.next_action.sleep if state.next_action else 0.0
-        logger.debug("retry %d/%d after %s in %.3fs", state.attempt_number + 1,
-                     self._max_attempts, reason, wait)
-
-    def _transport_failed(self, method: str, path: str, attempt: int, exc: Exception) -> NoReturn:
+    def _transport_failed(self, method: str, path: str, attempt: int, exc: Exception,
+                          url: httpx.URL) -> NoReturn:
         self.stats.transport_errors += 1
         logger.debug("%s %s -> %s (attempt %d)", method, path, type(exc).__name__, attempt)
-        raise _Retryable(type(exc).__name__, redact(str(exc), self._secrets()), cause=exc) from None
+        where = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{path}"
+        if isinstance(exc, NameResolutionError):
+            raise Retryable(type(exc).__name__, f"the host name of {where} does not resolve "
+                             f"({redact(str(exc), self._secrets())}): check base_url",
+                             cause=exc, final=True) from None
+        if isinstance(exc, CertificateError):
+            raise Retryable(type(exc).__name__, f"the TLS certificate of {where} is not trusted "
+                             f"({redact(str(exc), self._secrets())}): set ca_bundle",
+                             cause=exc, final=True) from None
+        raise Retryable(type(exc).__name__, redact(str(exc), self._secrets()), cause=exc) from None
 
     def _count_response(self, method: str, path: str, attempt: int, status: int, size: int) -> None:
         self.stats.responses_by_status[status] += 1
@@ -499,6 +514,9 @@ class ServiceClient:
         if status == 429:
             self.stats.throttled += 1
         logger.debug("%s %s -> %d (attempt %d)", method, path, status, attempt)
+
+    def _count_retry(self) -> None:
+        self.stats.retries += 1
 
     def _count_auth_event(self, event: str) -> None:
         if event == "login":
@@ -513,131 +531,40 @@ class ServiceClient:
         return [self._password, self._access_token, encoded, *self.tokens.known]
 
     async def _fetch_login(self) -> str:
-        return await self._call("POST", self._base + s.LOGIN_PATH, None, _BASIC, _parse_token)
+        return await self._call("POST", self._url(s.LOGIN_PATH), self._prefix + s.LOGIN_PATH, None,
+                                _BASIC, parse_token)
 
     async def _fetch_renewal(self, token: str) -> str:
-        return await self._call("GET", self._base + s.RENEW_TOKEN_PATH, None, _GIVEN, _parse_token,
+        return await self._call("GET", self._url(s.RENEW_TOKEN_PATH),
+                                self._prefix + s.RENEW_TOKEN_PATH, None, _GIVEN, parse_token,
                                 token=token)
 
 
-# Helpers -------------------------------------------------------------------------------
+# GC tuning while clients are open ------------------------------------------------------
 
 
-def _validate_base_url(base_url: str, allow_insecure_http: bool) -> str:
-    """Return `base_url` without a trailing slash, or raise `ConfigurationError`.
+class _GcTuning:
+    """While any client is open: the heap that existed at its start is frozen (out of
+    the collector's scans) and generation 0 is collected less often. The last client
+    to close unfreezes it (so it can be collected again) and restores the threshold."""
 
-    The URL itself is never echoed: it might carry credentials.
-    """
-    try:
-        url = httpx.URL(base_url.strip())
-    except (httpx.InvalidURL, TypeError):
-        raise ConfigurationError("base_url is not a valid URL") from None
-    if url.scheme not in ("http", "https") or not url.host:
-        raise ConfigurationError("base_url must be an absolute http(s) URL")
-    if url.userinfo:
-        raise ConfigurationError("base_url must not contain credentials; "
-                                 "set email and password (or access_token) instead")
-    if url.query or url.fragment:
-        raise ConfigurationError("base_url must not contain a query string or fragment")
-    if url.scheme == "http" and not allow_insecure_http and not _is_loopback(url.host):
-        raise ConfigurationError(f"refusing plain http to non-loopback host {url.host!r}: "
-                                 "use https, or set allow_insecure_http=True")
-    return str(url.copy_with(path=url.path.rstrip("/") or "/")).rstrip("/")
+    def __init__(self) -> None:
+        self.users = 0
+        self.saved: tuple[int, int, int] | None = None
 
+    def enter(self) -> None:
+        self.users += 1
+        if self.users == 1:
+            self.saved = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(max(self.saved[0], s.GC_GEN0_THRESHOLD), *self.saved[1:])
 
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    def exit(self) -> None:
+        self.users -= 1
+        if self.users == 0 and self.saved is not None:
+            gc.unfreeze()
+            gc.set_threshold(*self.saved)
+            self.saved = None
 
 
-def _tls_verify(ca_bundle: str | None, verify_tls: bool) -> ssl.SSLContext | bool:
-    if ca_bundle is not None:
-        if not verify_tls:
-            raise ConfigurationError("ca_bundle and verify_tls=False contradict each other")
-        try:
-            return ssl.create_default_context(cafile=ca_bundle)
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigurationError(f"cannot load ca_bundle {ca_bundle!r}: {exc}") from None
-    return verify_tls
-
-
-def _checked_download_url(url: str, allow_insecure_http: bool) -> httpx.URL:
-    try:
-        target = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
-        target = None
-    if target is None or target.scheme not in ("http", "https") or not target.host:
-        raise ResponseFormatError("the document URL is not an absolute http(s) URL",
-                                  method="GET", path="<document url>")
-    if target.scheme == "http" and not allow_insecure_http and not _is_loopback(target.host):
-        raise ResponseFormatError("refusing to download over plain http from a non-loopback host",
-                                  method="GET", path=_path_of(target))
-    return target
-
-
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    default = {"http": 80, "https": 443}.get(url.scheme)
-    return url.scheme, url.host.lower(), url.port or default
-
-
-def _path_of(url: httpx.URL) -> str:
-    return url.raw_path.split(b"?", 1)[0].decode("ascii", "replace")
-
-
-def _segment(value: str) -> str:
-    """URL-quote one path identifier (every reserved character, including ``/``)."""
-    if not isinstance(value, str) or not value:
-        raise ValueError("an identifier must be a non-empty string")
-    return quote(value, safe="")
-
-
-def _header_id(value: str | None) -> str:
-    if not isinstance(value, str) or not value or any(ch in value for ch in "\r\n\0"):
-        raise ValueError("a namespace must be a non-empty company id")
-    return value
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or HTTP-date), clamped."""
-    value = response.headers.get(s.RETRY_AFTER_HEADER)
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
-        seconds = when.timestamp() - time.time()
-    if math.isnan(seconds):
-        return None
-    return min(max(seconds, 0.0), s.MAX_RETRY_AFTER)
-
-
-def _text(response: httpx.Response) -> str:
-    try:
-        return response.text[: s.MESSAGE_MAX_CHARS * 2]
-    except (UnicodeDecodeError, LookupError, httpx.ResponseNotRead):
-        return ""
-
-
-def _json(response: httpx.Response) -> Any:
-    return orjson.loads(response.content)
-
-
-def _parse_token(response: httpx.Response) -> str:
-    try:
-        body = orjson.loads(response.content)
-    except orjson.JSONDecodeError:
-        body = response.text
-    return token_from_body(body)
-
-
-def _parse_page(response: httpx.Response, items_adapter: Any) -> tuple[list[Any], str | None]:
-    items, next_link = split_page(_json(response))
-    return items_adapter.validate_python(items), next_link or response.links.get("next", {}).get("url")
+_GC = _GcTuning()

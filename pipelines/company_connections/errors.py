@@ -5,15 +5,19 @@ The tree::
     DiligenceError                 base of everything raised on purpose
     ├── ConfigurationError         bad settings (base_url, credentials, TLS); raised before any request
     └── ServiceError               a request to the service (or a download) did not succeed
-        ├── AuthenticationError    login rejected, or a 401 that one re-login / renewal could not fix
+        ├── AuthenticationError    login rejected; 401s that re-logins could not fix; the
+        │                          re-login budget exhausted (a token storm)
         ├── DeniedError            403: authoritative, not retried
         ├── NotFoundError          404: authoritative, not retried
         ├── BadRequestError        400 or another non-retryable status (other 4xx, 3xx); not retried
         ├── RequestFailedError     still failing after every attempt (5xx, 429, timeouts,
-        │                          connection errors, malformed bodies); carries `.attempts`
+        │                          connection errors, malformed bodies), or failed for good
+        │                          at once (host name not resolving, certificate not
+        │                          trusted, body over the size cap); carries `.attempts`
         └── ResponseFormatError    a body that cannot be used: unparseable JSON, missing keys,
-                                   a pagination loop; the cause of a RequestFailedError when
-                                   the last attempt failed that way
+                                   a pagination loop, JSON nested too deep, an HTML 404
+                                   page; the cause of a RequestFailedError when the last
+                                   attempt failed that way
 
 `DeniedError` and `NotFoundError` are the service's answer; every other
 `ServiceError` means "this could not be read" and must never be taken as absence.
@@ -127,7 +131,8 @@ def _rebuild(cls: type[ServiceError], state: dict[str, object]) -> ServiceError:
 
 
 class AuthenticationError(ServiceError):
-    """Login was rejected, or a 401 persisted after one re-login or renewal."""
+    """Login was rejected, a request's 401s persisted after re-logins, or the run's
+    re-login budget is exhausted."""
 
 
 class DeniedError(ServiceError):

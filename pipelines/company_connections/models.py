@@ -14,6 +14,7 @@ responses and retried.
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
@@ -173,22 +174,27 @@ class Form(_Model):
 class Questionnaire(_Model):
     """The ``questionnaires.forms`` of endpoints 7 and 8.
 
-    `forms` is the typed view; `raw_forms` is the same list exactly as received,
-    unknown keys and field types included. Build it from a response body with
-    `Questionnaire.from_body`.
+    `raw_forms` is the list of forms exactly as received, unknown keys and field
+    types included: the sync reads only this, so building a questionnaire from a
+    body checks only the shape (a list of forms). `forms` is the typed view,
+    validated on first access (a malformed form raises ``ValidationError`` then).
+    Build it from a response body with `Questionnaire.from_body`.
     """
 
-    forms: Annotated[list[Form], BeforeValidator(_none_as_list)] = []
     raw_forms: list[Any] = []
+
+    @cached_property
+    def forms(self) -> list[Form]:
+        """The typed forms, validated from `raw_forms` on first access."""
+        return _FORMS.validate_python(self.raw_forms)
 
     @classmethod
     def from_body(cls, body: Any) -> Questionnaire:
-        """Validate a body shaped ``{questionnaires: {forms: [...]}}``.
+        """Take a body shaped ``{questionnaires: {forms: [...]}}``.
 
         Also accepts ``{forms: [...]}``; a null or missing ``forms`` inside
         ``questionnaires`` is an empty questionnaire. Raises ``ValueError`` for any
-        other shape
-        (``TypeError`` when a part has the wrong type).
+        other shape (``TypeError`` when a part has the wrong type).
         """
         if not isinstance(body, dict):
             raise TypeError("questionnaire body is not an object")
@@ -206,7 +212,9 @@ class Questionnaire(_Model):
         forms = [] if forms is None else forms
         if not isinstance(forms, list):
             raise TypeError("'questionnaires.forms' is not a list")
-        return cls.model_validate({"forms": forms, "raw_forms": forms})
+        if not all(type(form) is dict for form in forms):
+            raise TypeError("a form of 'questionnaires.forms' is not an object")
+        return cls.model_construct(raw_forms=forms)
 
 
 class FieldInformation(_Model):
@@ -300,3 +308,6 @@ def adapter(tp: Any) -> TypeAdapter[Any]:
     if found is None:
         found = _ADAPTERS[tp] = TypeAdapter(tp)
     return found
+
+
+_FORMS: TypeAdapter[list[Form]] = TypeAdapter(Annotated[list[Form], BeforeValidator(_none_as_list)])

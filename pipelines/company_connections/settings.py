@@ -25,7 +25,7 @@ NAMESPACE_HEADER = "x-namespace"
 NAMESPACE_VALUE = "/api/company/{company_id}"
 RETRY_AFTER_HEADER = "Retry-After"
 ACCEPT_HEADER = "Accept"
-USER_AGENT = "diligence-warehouse/0.1 (python-httpx)"
+USER_AGENT = "diligence-warehouse/0.1"
 
 # Keys accepted in a login or renewal response body, in order of preference.
 TOKEN_KEYS = ("token", "accessToken", "access_token", "jwt")
@@ -65,6 +65,14 @@ DEFAULT_TOKEN_LIFETIME_SECONDS = 7 * 24 * 3600.0  # used when a token carries no
 RENEW_MARGIN_FRACTION = 0.25  # margin never exceeds this fraction of the token's lifetime
 RENEW_RETRY_SECONDS = 60.0  # after a failed (non-401) renewal, keep the token this long
 MAX_STALE_TOKEN_RETRIES = 3  # 401s answered by retrying with an already replaced token
+# A 401 on a token obtained after the request's previous 401 is a new revocation (a
+# token storm), answered by logging in again; this bounds the re-logins of one client
+# (one run). Exhausting it fails with AuthenticationError.
+DEFAULT_RELOGIN_BUDGET = 1000
+# One request gives up after logging in again this many times for its own 401s
+# (a service that rejects even fresh tokens for it), or after this many 401s in all.
+MAX_RELOGINS_PER_REQUEST = 5
+MAX_UNAUTHORIZED_PER_REQUEST = 12
 DEFAULT_TOKEN_FILE = "data/.access_token"
 
 # Error messages are trimmed to this many characters of response text.
@@ -72,3 +80,13 @@ MESSAGE_MAX_CHARS = 300
 
 # Downloads.
 DOWNLOAD_CHUNK_SIZE = 64 * 1024
+
+# Size caps: an answer larger than this is refused (not retried) instead of being
+# held in memory; document downloads have their own, larger cap.
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_DOWNLOAD_BYTES = 2 * 1024 * 1024 * 1024
+# JSON nested deeper than this is refused (the service's bodies are at most ~6 deep).
+MAX_JSON_DEPTH = 64
+
+# The client raises the GC's generation-0 threshold to this while it is open.
+GC_GEN0_THRESHOLD = 20_000

@@ -12,6 +12,7 @@ import pytest
 
 from pipelines.company_connections.auth import FileTokenStore, TokenManager, token_info
 from pipelines.company_connections.errors import AuthenticationError
+from pipelines.company_connections.settings import MAX_RELOGINS_PER_REQUEST
 
 from .fakes import FakeService, make_jwt
 
@@ -98,14 +99,15 @@ async def test_401_causes_one_relogin_and_one_retry() -> None:
     assert client.stats.relogins == 1
 
 
-async def test_second_401_raises_authentication_error() -> None:
+async def test_fresh_tokens_rejected_again_and_again_raise_authentication_error() -> None:
+    """Each 401 on a fresh token is a new revocation, followed up to a per-request bound."""
     service = FakeService()
     service.route("GET", COMPANY, lambda r: httpx.Response(401, json={"error": "nope"}))
     async with service.client() as client:
-        with pytest.raises(AuthenticationError) as info:
+        with pytest.raises(AuthenticationError, match="after logging in again 5 times") as info:
             await client.company(NS, "c-1")
-    assert service.login_calls == 2
-    assert len(service.calls(COMPANY)) == 2
+    assert service.login_calls == 1 + MAX_RELOGINS_PER_REQUEST
+    assert len(service.calls(COMPANY)) == 1 + MAX_RELOGINS_PER_REQUEST
     assert info.value.status_code == 401 and info.value.path == COMPANY
 
 
@@ -267,3 +269,52 @@ async def test_failed_scheduled_renewal_keeps_the_valid_token() -> None:
             assert (await client.company(NS, "c-1")).id == "c-1"
         assert client.tokens.current == token
     assert service.renew_calls == 2  # one scheduled renewal (2 attempts), then a pause
+
+
+class _Storm(FakeService):
+    """Every token dies after `uses` uses on the data endpoints (a token storm)."""
+
+    def __init__(self, uses: int) -> None:
+        super().__init__()
+        self.uses_left: dict[str, int] = {}
+        self.limit = uses
+        self.revoked = 0
+
+    def issue(self, token: str | None = None) -> str:
+        token = super().issue(token)
+        self.uses_left[token] = self.limit
+        return token
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ")
+        if request.url.path == COMPANY:
+            await asyncio.sleep(0.001)
+        if token in self.valid and request.url.path == COMPANY:
+            self.uses_left[token] -= 1
+            if self.uses_left[token] < 0:
+                self.valid.discard(token)
+                self.revoked += 1
+        return await super().handle(request)
+
+
+async def test_token_storm_is_survived_with_one_relogin_per_revocation() -> None:
+    service = _Storm(uses=10)
+    service.route("GET", COMPANY, json={"id": "c-1"})
+    async with service.client(max_concurrency=16) as client:
+        results = await asyncio.gather(*(client.company(NS, "c-1") for _ in range(300)))
+    assert [c.id for c in results] == ["c-1"] * 300
+    assert service.revoked >= 25
+    assert client.stats.relogins == service.revoked  # single-flight: one per revocation
+    assert service.login_calls == 1 + service.revoked
+
+
+async def test_exhausted_relogin_budget_fails_with_a_clear_message() -> None:
+    service = _Storm(uses=2)
+    service.route("GET", COMPANY, json={"id": "c-1"})
+    async with service.client(relogin_budget=3) as client:
+        with pytest.raises(AuthenticationError, match="re-login budget exhausted") as info:
+            for _ in range(50):
+                await client.company(NS, "c-1")
+    assert client.stats.relogins == 3
+    assert "raise relogin_budget" in str(info.value)

@@ -78,3 +78,25 @@ async def test_download_over_plain_http_to_a_remote_host_is_refused(tmp_path) ->
     async with service.client() as client:
         with pytest.raises(ResponseFormatError, match="plain http"):
             await client.download("http://files.example.com/d1", tmp_path / "x.pdf")
+
+
+async def test_download_over_max_download_bytes_is_refused_and_leaves_no_file(tmp_path) -> None:
+    service = FakeService()
+    seen: list[httpx.Request] = []
+
+    def unannounced(request: httpx.Request) -> httpx.Response:
+        seen.append(request)  # no content-length: counted while streaming
+        return httpx.Response(200, stream=httpx.ByteStream(CONTENT))
+
+    for transport in (httpx.MockTransport(_files(seen)), httpx.MockTransport(unannounced)):
+        async with service.client(transport=transport, max_download_bytes=100_000,
+                                  max_response_bytes=10, max_attempts=4) as client:
+            with pytest.raises(RequestFailedError) as info:
+                await client.download("https://files.test/d1?sig=s3cr3t", tmp_path / "x.pdf")
+        assert info.value.attempts == 1 and info.value.last_error == "ResponseTooLarge"
+        assert "max_download_bytes (100000)" in str(info.value)
+        assert list(tmp_path.iterdir()) == []
+    assert len(seen) == 2
+    async with service.client(transport=httpx.MockTransport(_files(seen)),
+                              max_response_bytes=10) as client:  # the JSON cap does not apply
+        assert (await client.download("https://files.test/d1", tmp_path / "y.pdf")).size == len(CONTENT)

@@ -195,3 +195,18 @@ async def test_base_url_with_a_path_prefix() -> None:
                               transport=httpx.MockTransport(handler)) as client:
         await client.user_info()
     assert seen == [f"POST {BASE_URL}/prefix/api/auth", f"GET {BASE_URL}/prefix/api/auth/user-info"]
+
+
+async def test_gc_is_tuned_while_clients_are_open_and_restored_after() -> None:
+    import gc
+
+    before = gc.get_threshold()
+    service = FakeService()
+    service.route("GET", "/api/companies/c-1", json={"id": "c-1"})
+    async with service.client() as first:
+        assert gc.get_threshold()[0] >= 20_000 and gc.get_freeze_count() > 0
+        async with service.client() as second:
+            await second.company("ns", "c-1")
+        assert gc.get_threshold()[0] >= 20_000  # still tuned: `first` is open
+        await first.company("ns", "c-1")
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

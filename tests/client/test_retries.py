@@ -8,7 +8,6 @@ import time
 import httpx
 import pytest
 
-from pipelines.company_connections.client import _retry_after
 from pipelines.company_connections.errors import (
     BadRequestError,
     DeniedError,
@@ -16,6 +15,7 @@ from pipelines.company_connections.errors import (
     RequestFailedError,
     ResponseFormatError,
 )
+from pipelines.company_connections.responses import retry_after as _retry_after
 
 from .fakes import FakeService, sequence
 

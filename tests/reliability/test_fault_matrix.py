@@ -64,6 +64,8 @@ CLEAN_ROWS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "connection resets": ({"reset_rate": 0.15}, {"backoff_initial": 0.01}),
     "malformed and truncated JSON": ({"malformed_rate": 0.15}, {"backoff_initial": 0.01}),
     "token expiring mid-run": ({"token_lifetime": 2, "latency_ms": 40}, {"max_concurrency": 4}),
+    "token storm (every token revoked after 40 uses)": (
+        {"revoke_after_uses": 40}, {"max_concurrency": 16}),
 }
 
 
@@ -80,6 +82,11 @@ def test_fault_row_ends_like_a_clean_run(
     assert state(warehouse) == clean_state
     if row == "token expiring mid-run":
         assert sum(injected["by_endpoint"].get("2", {}).values()) >= 1
+    elif row.startswith("token storm"):
+        revoked = injected["injected"]["token_revoked"]
+        logins = sum(injected["by_endpoint"]["1"].values())
+        assert revoked >= 5, revoked
+        assert revoked <= logins <= revoked + 1, (revoked, logins)  # one re-login per revocation
     else:
         assert sum(injected["injected"].values()) > 0, f"{row}: no fault was injected"
 

@@ -71,8 +71,13 @@ def test_changes_since_the_previous_sync(synced: Synced) -> None:
     answers = changes["answers"]
     rows = [dict(zip(answers.columns, r, strict=True)) for r in answers.rows]
     company, type_id, _ = synced.changed_answer
-    assert rows and all(r["new_answer_text"] == "Revised answer" for r in rows)
-    assert {(r["company_id"], r["company_type_id"]) for r in rows} == {(company, type_id)}
+    revised = [r for r in rows if r["change_type"] == "changed"]
+    assert revised and all(r["new_answer_text"] == "Revised answer" for r in revised)
+    assert {(r["company_id"], r["company_type_id"]) for r in revised} == {(company, type_id)}
+    # the dropped connection's answers leave the current state, and say why
+    ns, removed = synced.removed_connection
+    gone = {r["change_type"] for r in rows if r["company_id"] == removed and r["namespace_company_id"] == ns}
+    assert gone <= {"disconnected", "removed"} and gone
 
     documents = changes["documents"]
     events = {(r[documents.columns.index("item_id")].split("/")[1], r[documents.columns.index("change")])

@@ -196,6 +196,18 @@ def test_deny_pairs_answers_403_while_rights_still_list_the_type(fapi: Api, fns:
     assert fapi.admin("faults", {"deny_pairs": [["only-one"]]}).status_code == 400
 
 
+def test_revoke_after_uses_revokes_every_token_after_n_uses(fapi: Api, fns: str) -> None:
+    fapi.admin("faults", {"revoke_after_uses": 3})
+    token = fapi.login()
+    codes = [fapi.get("/api/companies/connections", ns=fns, token=token).status_code
+             for _ in range(5)]
+    assert codes == [200, 200, 200, 401, 401]
+    fresh = fapi.login()  # a fresh login works, for its own N uses
+    assert fapi.get("/api/auth/user-info", token=fresh).status_code == 200
+    assert fapi.admin("stats").json()["injected"]["token_revoked"] == 1
+    assert fapi.admin("faults", {"revoke_after_uses": -1}).status_code == 400
+
+
 def test_misspelt_switch_is_an_error() -> None:
     with pytest.raises(AttributeError):
         Faults().error_rat = 0.5  # type: ignore[attr-defined]
