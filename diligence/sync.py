@@ -173,7 +173,11 @@ def run_sync(
     Raises :class:`SyncError` when the sync cannot run (credentials refused, service
     unreachable, bad configuration, a load that failed).
     """
-    from pipelines.company_connections import company_connections, resolve_settings, stream_namespaces
+    from pipelines.company_connections import (
+        company_connections,
+        resolve_settings,
+        stream_namespaces,
+    )
 
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     options: dict[str, Any] = dict(source_options or {})

@@ -20,6 +20,7 @@ import errno
 import fcntl
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,15 +84,45 @@ def pipeline_for(warehouse: Path) -> SupportsPipeline:
     )
 
 
+#: Locks this process holds, per (warehouse, thread): nested steps reuse the lock.
+_held: dict[tuple[Path, int], int] = {}
+_held_guard = threading.Lock()
+
+
 @contextlib.contextmanager
 def writer_lock(warehouse: Path, *, wait_seconds: float = 0.0) -> Iterator[None]:
     """Hold the warehouse's writer lock (``<warehouse>.lock``) for a sync or a model build.
 
     A second writer waits up to `wait_seconds`, then raises :class:`WarehouseBusyError`
     naming the process that holds the lock. The lock is an OS file lock, so it is
-    released when its holder dies, even by SIGKILL.
+    released when its holder dies, even by SIGKILL. Re-entrant within a thread: a
+    step inside another step that holds the lock does not take it again.
     """
     warehouse = warehouse.expanduser().resolve()
+    key = (warehouse, threading.get_ident())
+    with _held_guard:
+        nested = key in _held
+        if nested:
+            _held[key] += 1
+    if nested:
+        try:
+            yield
+        finally:
+            with _held_guard:
+                _held[key] -= 1
+        return
+    with _flock(warehouse, wait_seconds):
+        with _held_guard:
+            _held[key] = 1
+        try:
+            yield
+        finally:
+            with _held_guard:
+                del _held[key]
+
+
+@contextlib.contextmanager
+def _flock(warehouse: Path, wait_seconds: float) -> Iterator[None]:
     warehouse.parent.mkdir(parents=True, exist_ok=True)
     lock_path = warehouse.with_name(warehouse.name + ".lock")
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -135,18 +166,17 @@ class Warehouse:
 
         Re-entrant: a step run inside another step's `writing` reuses the lock.
         """
-        if self._locked:
-            yield self
-            return
         from .publish import wait_until_writable
 
         with writer_lock(self.path, wait_seconds=wait_seconds):
-            wait_until_writable(self.path, wait_seconds=wait_seconds)
+            if not self._locked:
+                wait_until_writable(self.path, wait_seconds=wait_seconds)
+            outer = self._locked
             self._locked = True
             try:
                 yield self
             finally:
-                self._locked = False
+                self._locked = outer
 
     @property
     def locked(self) -> bool:

@@ -59,7 +59,7 @@ def _stats(server: SandboxServer) -> dict[str, Any]:
 CLEAN_ROWS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # name: (sandbox fault switches, source options)
     "5xx bursts": ({"error_rate": 0.2}, {"backoff_initial": 0.01}),
-    "429 storms with Retry-After": ({"rate_limit": 120}, {}),
+    "429 storms with Retry-After": ({"rate_limit": 60}, {}),
     "latency spikes and timeouts": ({"slow_rate": 0.05, "slow_ms": 2500}, {"request_timeout": 0.5, "backoff_initial": 0.01}),
     "connection resets": ({"reset_rate": 0.15}, {"backoff_initial": 0.01}),
     "malformed and truncated JSON": ({"malformed_rate": 0.15}, {"backoff_initial": 0.01}),
