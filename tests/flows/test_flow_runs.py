@@ -15,9 +15,9 @@ import pytest
 from prefect import flow
 from prefect.blocks.system import Secret
 
+import flows.company_connections_sync as flow_module
 from diligence.export import REPORTS
 from diligence.sandbox.server import DEFAULT_PASSWORD, SandboxServer
-import flows.company_connections_sync as flow_module
 from diligence.sync import run_sync
 from flows.company_connections_sync import (
     DOCUMENTS_ARTIFACT_KEY,

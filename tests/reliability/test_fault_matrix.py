@@ -29,8 +29,8 @@ pytestmark = pytest.mark.slow
 
 STATE_SQL = {
     "user_roles": "select namespace_company_id, internal_company_type_ids::varchar from raw.user_roles",
-    "companies": "select namespace_company_id, company_id, name, country, city, lei, cin, is_namespace_company from raw.companies",
-    "connections": "select namespace_company_id, company_id, name, country, given_company_type_ids::varchar, received_company_type_ids::varchar, has_detail from raw.connections",
+    "companies": "select namespace_company_id, company_id, name, country, city, lei, cin, is_namespace_company from raw.companies where _dlt_valid_to is null",
+    "connections": "select namespace_company_id, company_id, name, country, given_company_type_ids::varchar, received_company_type_ids::varchar, has_detail from raw.connections where _dlt_valid_to is null",
     "templates": "select namespace_company_id, company_type_id, md5(forms_json) from raw.questionnaire_templates",
     "questionnaires": "select namespace_company_id, company_id, company_type_id, content_hash, _dlt_valid_to is null from raw.questionnaires",
     "documents": "select namespace_company_id, company_id, company_type_id, document_id, content_hash, _dlt_valid_to is null from raw.documents",
