@@ -172,6 +172,7 @@ def stream_namespaces(
         namespaces=list(namespaces or settings.namespaces or []) or None,
         staging_dir=staging_dir,
         batch_size=settings.batch_size,
+        concurrency=settings.max_concurrency,
         progress=progress,
         synced_at=synced_at or datetime.now(timezone.utc),
         known_namespaces=known_namespaces,

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import heapq
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -126,6 +127,44 @@ class _RequestFailed(Exception):
         self.issue = issue
 
 
+class PriorityGate:
+    """A concurrency limit that serves waiting requests by priority, then first come.
+
+    Namespaces get their priority from their order: while the first one has requests to
+    make, it gets every free slot; the others fill the slots it leaves idle (while it
+    waits for a parent response). So namespaces complete one after another, and each
+    one's load overlaps with the fetch of those still running, instead of all of them
+    completing together at the end.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._free = max(1, limit)
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._seq = 0
+
+    async def acquire(self, priority: int) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._seq += 1
+        heapq.heappush(self._waiters, (priority, self._seq, future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # the slot was handed over just as we were cancelled
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            _, _, future = heapq.heappop(self._waiters)
+            if not future.done():
+                future.set_result(None)
+                return
+        self._free += 1
+
+
 def content_hash(*parts: str | None) -> str:
     """A stable version hash of a row's identity and content (synced_at excluded)."""
     digest = hashlib.blake2b(digest_size=16)
@@ -152,8 +191,12 @@ class _NamespaceReader:
         synced_at: datetime,
         progress: ProgressListener | None,
         stage: NamespaceStage,
+        gate: PriorityGate | None = None,
+        priority: int = 0,
     ) -> None:
         self.client = client
+        self.gate = gate
+        self.priority = priority
         self.role = role
         self.ns = role.company_id
         self.progress = progress
@@ -171,9 +214,13 @@ class _NamespaceReader:
             self.progress.planned(self.ns, requests)
 
     async def _call(self, request: Callable[[], Awaitable[T]]) -> T:
+        if self.gate is not None:
+            await self.gate.acquire(self.priority)
         try:
             return await request()
         finally:
+            if self.gate is not None:
+                self.gate.release()
             self.snapshot.requests += 1
             if self.progress is not None:
                 self.progress.done(self.ns, 1, 0)
@@ -439,6 +486,7 @@ async def extract_namespaces(
     staging_dir: Path,
     on_complete: Callable[[NamespaceResult], None],
     batch_size: int = 1000,
+    concurrency: int | None = None,
     progress: ProgressListener | None = None,
     synced_at: datetime | None = None,
     known_namespaces: Sequence[str] = (),
@@ -454,6 +502,9 @@ async def extract_namespaces(
     deleted; the others are unaffected. With the default namespaces,
     `known_namespaces` (those synced before) that user-info no longer lists are
     failures too: access was lost, and their data is kept, not retired.
+
+    With `concurrency` (the client's limit), requests wait for a slot by namespace
+    order (see :class:`PriorityGate`), so namespaces complete one after another.
 
     Returns every result in the order they completed. Raises
     :class:`AuthenticationError` when the credentials are refused.
@@ -471,6 +522,9 @@ async def extract_namespaces(
         wanted = list(dict.fromkeys(namespaces))
     else:
         wanted = list(dict.fromkeys([*roles, *known_namespaces]))
+
+    gate = PriorityGate(concurrency) if concurrency else None
+    priorities = {namespace: index for index, namespace in enumerate(wanted)}
 
     async def read_one(namespace: str) -> None:
         begun = _now()
@@ -494,7 +548,9 @@ async def extract_namespaces(
             )
             return
         stage = NamespaceStage.create(staging_dir, namespace, batch_size)
-        reader = _NamespaceReader(client, role, synced_at, progress, stage)
+        reader = _NamespaceReader(
+            client, role, synced_at, progress, stage, gate=gate, priority=priorities[namespace]
+        )
         try:
             snapshot = await reader.read()
         except BaseException as exc:  # noqa: BLE001 - sorted out just below
