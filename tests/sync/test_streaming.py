@@ -160,3 +160,39 @@ def test_rows_are_staged_in_batches(tmp_path: Path) -> None:
     assert [t.num_rows for t in read_batches(tables["documents"])] == [0]
     stage.discard()
     assert not stage.folder.exists()
+
+
+def test_request_slots_go_to_the_first_namespace_first() -> None:
+    from pipelines.company_connections.extract import PriorityGate
+
+    async def scenario() -> list[int]:
+        gate = PriorityGate(1)
+        served: list[int] = []
+        await gate.acquire(0)  # the only slot is taken
+
+        async def request(priority: int) -> None:
+            await gate.acquire(priority)
+            served.append(priority)
+            await asyncio.sleep(0)
+            gate.release()
+
+        waiting = [asyncio.create_task(request(p)) for p in (2, 1, 2, 0, 1)]
+        await asyncio.sleep(0)
+        gate.release()
+        await asyncio.gather(*waiting)
+        return served
+
+    assert asyncio.run(scenario()) == [0, 1, 1, 2, 2]
+
+
+def test_settings_resolve_once_from_config_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipelines.company_connections.config import DEFAULT_BATCH_SIZE, resolve_settings
+
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__BASE_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__MAX_CONCURRENCY", "7")
+    settings = resolve_settings(request_timeout=3, token_store_path=None)
+    assert (settings.base_url, settings.max_concurrency, settings.request_timeout) == ("http://127.0.0.1:1", 7, 3)
+    assert settings.batch_size == DEFAULT_BATCH_SIZE
+    assert not settings.token_store_path  # explicitly none: renewed tokens are not saved
+    with pytest.raises(TypeError, match="max_concurency"):
+        resolve_settings(max_concurency=3)
