@@ -98,11 +98,13 @@ def ceiling(base_url: str, log_dir: Path) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.engine_v2")
     parser.add_argument("--before", type=Path, required=True)
+    parser.add_argument("--after", type=Path, default=ROOT,
+                        help="checkout of the new code (default: this tree)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--figures", default="memory,latency,throughput")
     parser.add_argument("--out", type=Path, default=WORK_DIR / "engine-v2.json")
     args = parser.parse_args(argv)
-    trees = {"before": args.before.resolve(), "after": ROOT}
+    trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     figures = args.figures.split(",")
     work = WORK_DIR / "engine-v2"
     work.mkdir(parents=True, exist_ok=True)

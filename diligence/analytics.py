@@ -42,7 +42,8 @@ def rebuild_analytics(
     """
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     with owner.writing(wait_seconds=wait_seconds):
-        models = build_models(owner.path, expiring_within_days=expiring_within_days, as_of=as_of)
+        with owner.session():  # DuckDB opened once for the build, its memory bounded
+            models = build_models(owner.path, expiring_within_days=expiring_within_days, as_of=as_of)
         checks = run_checks(owner.path)
         published = None
         if all(c.passed for c in checks):

@@ -120,7 +120,10 @@ def main(
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
 ) -> None:
     """diligence-warehouse: sync, model, export, schedule."""
+    from .memory import bound_process_memory
+
     _state["debug"] = debug
+    bound_process_memory()  # before any thread exists
 
 
 def _expiring_default() -> int:

@@ -179,6 +179,9 @@ def run_sync(
         stream_namespaces,
     )
 
+    from .memory import bound_process_memory
+
+    bound_process_memory()
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     options: dict[str, Any] = dict(source_options or {})
     if base_url is not None:

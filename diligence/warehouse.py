@@ -44,9 +44,10 @@ __all__ = [
 DEFAULT_WAREHOUSE = Path("data/warehouse.duckdb")
 PIPELINE_NAME = "company_connections"
 RAW_DATASET = "raw"
-#: DuckDB's buffer limit while dlt loads (it spills to disk beyond it): keeps a large
-#: sync's peak memory bounded whatever the machine's RAM.
-LOAD_MEMORY_LIMIT = "512MB"
+#: DuckDB's buffer limit while dlt loads or the models build (it spills to disk beyond
+#: it): keeps a large sync's peak memory bounded whatever the machine's RAM.
+LOAD_MEMORY_LIMIT = "128MB"
+MODELS_MEMORY_LIMIT = "160MB"
 
 
 def pipelines_dir_of(warehouse: Path) -> Path:
@@ -205,6 +206,21 @@ class Warehouse:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         root.chmod(0o700)
         return folder
+
+    @contextlib.contextmanager
+    def session(self, *, memory_limit: str = MODELS_MEMORY_LIMIT) -> Iterator[Any]:
+        """Open DuckDB once for a step, with the step's memory limit.
+
+        While the session is open, every other connection this process opens to the file
+        (without a config of its own) shares its database instance, so its memory limit
+        bounds them all (the model build, for one).
+        """
+        con = self.connect()
+        try:
+            con.execute(f"set memory_limit = '{memory_limit}'")
+            yield con
+        finally:
+            con.close()
 
     def connect(self, *, read_only: bool = False) -> Any:
         """A DuckDB connection to the file (the caller closes it)."""

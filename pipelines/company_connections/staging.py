@@ -128,7 +128,7 @@ def empty_table(name: str) -> pa.Table:
     return arrow_schema(name).empty_table()
 
 
-def read_batches(table: StagedTable, batch_size: int = 10_000) -> Iterator[pa.Table]:
+def read_batches(table: StagedTable, batch_size: int = 2_000) -> Iterator[pa.Table]:
     """The staged rows of `table` as Arrow tables of at most `batch_size` rows.
 
     A table without rows yields one empty table, so that its merge still runs and the
