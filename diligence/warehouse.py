@@ -74,6 +74,9 @@ def pipeline_for(warehouse: Path) -> SupportsPipeline:
     pipelines_dir.chmod(0o700)
     # The source yields Arrow tables; keep dlt's load id on their rows for lineage.
     dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
+    # The pipeline's state lives beside the warehouse, so a run need not first read it
+    # back from the destination (nor write it there): each namespace is its own run.
+    dlt.config["restore_from_destination"] = False
     return dlt.pipeline(
         pipeline_name=PIPELINE_NAME,
         destination=dlt.destinations.duckdb(
