@@ -1,5 +1,5 @@
-"""`python -m diligence` is the `diligence` command."""
+"""`python -m diligence` is the `diligence` command (composed in the top-level :mod:`entry`)."""
 
-from diligence.cli import app
+from entry import main
 
-app(prog_name="diligence")
+main()

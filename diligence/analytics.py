@@ -1,7 +1,8 @@
 """Rebuild the analytics schema: models, then checks, then the analysts' published copy.
 
-The CLI (`diligence sync`, `diligence models`, `diligence demo`) and the Prefect flow
-call :func:`rebuild_analytics`, so all of them leave the same things behind.
+One step of :mod:`diligence.steps`; the CLI (`diligence sync`, `diligence models`,
+`diligence demo`) and the Prefect flow reach it through there, so all of them leave
+the same things behind.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from pathlib import Path
 
 from .checks import CheckResult, run_checks
 from .models import ModelsResult, build_models
-from .publish import publish_analytics, wait_until_writable
-from .warehouse import writer_lock
+from .publish import publish_analytics
+from .warehouse import Warehouse
 
 
 @dataclass
@@ -28,7 +29,7 @@ class AnalyticsResult:
 
 
 def rebuild_analytics(
-    warehouse: Path,
+    warehouse: Path | Warehouse,
     *,
     expiring_within_days: int = 30,
     as_of: datetime | None = None,
@@ -39,11 +40,12 @@ def rebuild_analytics(
     The published copy (see :mod:`diligence.publish`) is only replaced when every
     check passed, so analysts never see a build that failed its checks.
     """
-    with writer_lock(warehouse, wait_seconds=wait_seconds):
-        wait_until_writable(warehouse, wait_seconds=wait_seconds)
-        models = build_models(warehouse, expiring_within_days=expiring_within_days, as_of=as_of)
-        checks = run_checks(warehouse)
+    owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    with owner.writing(wait_seconds=wait_seconds):
+        with owner.session():  # DuckDB opened once for the build, its memory bounded
+            models = build_models(owner.path, expiring_within_days=expiring_within_days, as_of=as_of)
+        checks = run_checks(owner.path)
         published = None
         if all(c.passed for c in checks):
-            published = publish_analytics(warehouse)
+            published = publish_analytics(owner.path)
     return AnalyticsResult(models=models, checks=checks, published=published)

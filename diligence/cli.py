@@ -1,4 +1,10 @@
-"""The `diligence` command line: thin wrappers over the same steps the Prefect flow runs.
+"""The `diligence` command line: thin wrappers over the steps the Prefect flow runs too.
+
+Every command that writes the warehouse goes through :mod:`diligence.steps`. The
+`schedule` command needs the Prefect flow, so it is added from above, by the entry
+module :mod:`entry` (``diligence`` and ``python -m diligence`` run that one):
+nothing in ``diligence/`` imports ``flows/``. Module-level imports stay light
+(typer, rich, the standard library).
 
 Errors are one or a few clear lines on stderr and a non-zero exit code; pass
 ``--debug`` (before the command) for a traceback. Secrets never reach the output.
@@ -53,17 +59,19 @@ class CommandError(Exception):
 
 
 def _known_errors() -> tuple[type[BaseException], ...]:
-    from pipelines.company_connections.errors import DiligenceError
+    """The roots of the errors raised on purpose: ours, the client's, and the model and
+    export errors (printed as one line, no traceback)."""
+    from pipelines.company_connections.errors import ConfigurationError, ServiceError
 
-    from .sync import SyncError
-    from .warehouse import WarehouseBusyError
+    from .errors import DiligenceError
 
-    errors: list[type[BaseException]] = [DiligenceError, SyncError, WarehouseBusyError]
+    errors: list[type[BaseException]] = [DiligenceError, ServiceError, ConfigurationError]
     try:
+        from .export import ExportError
         from .models import ModelError
 
-        errors.append(ModelError)
-    except ImportError:  # pragma: no cover - models module always ships
+        errors += [ModelError, ExportError]
+    except ImportError:  # pragma: no cover - both modules always ship
         pass
     return tuple(errors)
 
@@ -124,14 +132,16 @@ def main(
         is_eager=True)] = False,
 ) -> None:
     """diligence-warehouse: sync, model, export, schedule."""
+    from .memory import bound_process_memory
+
     _state["debug"] = debug
+    bound_process_memory()  # before any thread exists
 
 
 def _expiring_default() -> int:
-    import dlt
+    from .config import expiring_within_days
 
-    value = dlt.config.get("sources.company_connections.expiring_within_days", int)
-    return 30 if value is None else int(value)
+    return expiring_within_days()
 
 
 def _parse_as_of(value: str | None) -> datetime | None:
@@ -182,20 +192,40 @@ def sync(
     data is kept).
     """
     from .progress import SyncProgress
-    from .sync import run_sync
+    from .steps import run_pipeline
 
     options: dict[str, Any] = {}
     if max_concurrency is not None:
         options["max_concurrency"] = max_concurrency
     with SyncProgress(console=err) as progress:
-        result = run_sync(
+        result = run_pipeline(
             warehouse,
             base_url=base_url,
             namespaces=namespace,
             progress=progress,
-            wait_seconds=wait,
             source_options=options,
+            on_synced=lambda synced: (progress.stop(), _print_sync(synced)),
+            download_to=download_documents,
+            models=not no_models,
+            expiring_within_days=_expiring_default() if not no_models else None,
+            wait_seconds=wait,
         )
+    if result.downloads is not None:
+        _print_downloads(result.downloads, download_documents)
+    if result.analytics is not None:
+        _print_analytics(result.analytics)
+    assert result.sync is not None
+    if result.downloads is not None and result.downloads.failed:
+        raise CommandError(f"{result.downloads.failed} document downloads failed (see the log above)")
+    if result.analytics is not None and result.analytics.failed_checks:
+        lines = "; ".join(f"{c.name}: {c.failing_rows} rows" for c in result.analytics.failed_checks)
+        raise CommandError(f"data checks failed: {lines}")
+    if result.sync.failed:
+        names = ", ".join(f"{o.namespace_company_id} ({o.error})" for o in result.sync.failed)
+        raise CommandError(f"not loaded, previous data kept: {names}")
+
+
+def _print_sync(result: Any) -> None:
     for outcome in result.namespaces:
         mark = "ok" if outcome.status == "success" else "FAILED"
         out.print(
@@ -205,46 +235,40 @@ def sync(
         )
     out.print(
         f"synced {len(result.namespaces) - len(result.failed)}/{len(result.namespaces)} namespaces "
-        f"into {warehouse} in {sum(result.timings.values()):.1f}s",
+        f"into {result.warehouse} in {result.seconds:.1f}s",
         highlight=False,
     )
-    if download_documents is not None:
-        _download(warehouse, download_documents, base_url)
-    if not no_models:
-        _build_models(warehouse, _expiring_default(), None, wait)
-    if result.failed:
-        names = ", ".join(f"{o.namespace_company_id} ({o.error})" for o in result.failed)
-        raise CommandError(f"not loaded, previous data kept: {names}")
 
 
-def _download(warehouse: Path, folder: Path, base_url: str | None) -> None:
-    from .documents import download_documents
-
-    result = download_documents(warehouse, folder, base_url=base_url)
+def _print_downloads(result: Any, folder: Path | None) -> None:
     out.print(
         f"documents: {result.downloaded} downloaded, {result.unchanged} unchanged, "
         f"{result.failed} failed, into {folder}",
         highlight=False,
     )
-    if result.failed:
-        raise CommandError(f"{result.failed} document downloads failed (see the log above)")
 
 
-def _build_models(warehouse: Path, expiring_within_days: int, as_of: datetime | None, wait: float = 0.0) -> None:
-    from .analytics import rebuild_analytics
-
-    result = rebuild_analytics(
-        warehouse, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait
-    )
+def _print_analytics(result: Any) -> None:
     out.print(
         f"models built in {result.models.seconds:.2f}s: "
         + ", ".join(f"{table} {rows}" for table, rows in result.models.row_counts.items()),
         highlight=False,
     )
-    if result.failed_checks:
-        lines = "; ".join(f"{c.name}: {c.failing_rows} rows" for c in result.failed_checks)
+    if not result.failed_checks:
+        out.print(f"all data checks passed; analysts' copy: {result.published}", highlight=False)
+
+
+def _build_models(warehouse: Path, expiring_within_days: int, as_of: datetime | None, wait: float = 0.0) -> None:
+    from .steps import run_pipeline
+
+    result = run_pipeline(
+        warehouse, sync=False, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait
+    )
+    assert result.analytics is not None
+    _print_analytics(result.analytics)
+    if result.analytics.failed_checks:
+        lines = "; ".join(f"{c.name}: {c.failing_rows} rows" for c in result.analytics.failed_checks)
         raise CommandError(f"data checks failed: {lines}")
-    out.print(f"all data checks passed; analysts' copy: {result.published}", highlight=False)
 
 
 # -- models / export -------------------------------------------------------------------
@@ -421,44 +445,6 @@ def report(
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     out.print(f"report: {result.path}  ({result.bytes / 1e6:.1f} MB)", highlight=False)
-
-
-@app.command()
-@handle_errors
-def schedule(
-    cron: Annotated[
-        str | None, typer.Option(help="Cron of the runs (default: config schedule.cron, 0 6 * * *).")
-    ] = None,
-    timezone: Annotated[
-        str | None, typer.Option(help="IANA time zone of the cron (default: config schedule.timezone, UTC).")
-    ] = None,
-    warehouse: Annotated[
-        Path | None, typer.Option("--warehouse", "-w", help="Warehouse the runs write.")
-    ] = None,
-    reports_dir: Annotated[
-        Path | None, typer.Option(help="Folder for the dated report folders.")
-    ] = None,
-    namespace: Annotated[
-        list[str] | None, typer.Option("--namespace", "-n", help="Company ID to sync; repeat for several.")
-    ] = None,
-) -> None:
-    """Serve the Prefect flow company-connections-sync on its cron schedule (no work pool).
-
-    Registers the deployment company-connections-sync/company-connections-scheduled with
-    the Prefect API in PREFECT_API_URL and runs each scheduled run here, one at a time,
-    until stopped with Ctrl+C.
-    """
-    from flows.serve import schedule_settings, serve_schedule
-
-    cron, timezone = schedule_settings(cron, timezone)
-    err.print(f"serving company-connections-sync on '{cron}' ({timezone}); Ctrl+C stops", highlight=False)
-    serve_schedule(
-        cron,
-        timezone,
-        warehouse=str(warehouse) if warehouse else None,
-        reports_dir=str(reports_dir) if reports_dir else None,
-        namespaces=namespace or None,
-    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,11 +7,11 @@ from pathlib import Path
 import duckdb
 from rich.console import Console
 
-from .analytics import rebuild_analytics
-from .export import export_reports
+from .config import EXPORT_FORMATS
+from .errors import SyncError
 from .progress import SyncProgress
 from .sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
-from .sync import SyncError, run_sync
+from .steps import run_pipeline
 
 SUMMARY_SQL = """
 select
@@ -38,22 +38,23 @@ def run_demo(
     with SandboxServer(scale=scale) as sandbox:
         console.print(f"sandbox serving {scale} data at {sandbox.base_url}", highlight=False)
         with SyncProgress(console=progress_console or Console(stderr=True)) as progress:
-            result = run_sync(
+            done = run_pipeline(
                 warehouse,
                 base_url=sandbox.base_url,
                 progress=progress,
                 source_options={"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD},
+                on_synced=lambda _: progress.stop(),
+                export_to=out_dir,
+                export_formats=EXPORT_FORMATS,
+                report_to=out_dir / "report.html",
             )
+    result, analytics, files, report = done.sync, done.analytics, done.exported, done.report
+    assert result is not None and analytics is not None and report is not None
     if result.failed:
         raise SyncError("; ".join(f"{o.namespace_company_id}: {o.error}" for o in result.failed))
-    analytics = rebuild_analytics(warehouse)
     models = analytics.models
     if analytics.failed_checks:
         raise SyncError("data checks failed: " + ", ".join(c.name for c in analytics.failed_checks))
-    files = export_reports(warehouse, out_dir, "csv") + export_reports(warehouse, out_dir, "parquet")
-    from .report import write_report
-
-    report = write_report(warehouse, out_dir / "report.html")
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         row = con.execute(SUMMARY_SQL).fetchall()[0]
@@ -61,7 +62,7 @@ def run_demo(
         con.close()
     assert row is not None
     namespaces, connections, questionnaires, answers, expired, expiring, issues = row
-    seconds = sum(result.timings.values()) + models.seconds
+    seconds = result.seconds + models.seconds
     return "\n".join(
         [
             "",

@@ -40,6 +40,7 @@ class SyncProgress:
         self._last_log: dict[str, float] = {}
         self._progress: Progress | None = None
         self._tasks: dict[str, int] = {}
+        self._stopped = False
 
     def __enter__(self) -> SyncProgress:
         if self.live:
@@ -61,6 +62,13 @@ class SyncProgress:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop rendering (idempotent): the bars stay as they are, or a last log line each."""
+        if self._stopped:
+            return
+        self._stopped = True
         if self._progress is not None:
             self._progress.stop()
         else:
@@ -82,6 +90,8 @@ class SyncProgress:
 
     # -- rendering ---------------------------------------------------------------------
     def _render(self, namespace: str) -> None:
+        if self._stopped:
+            return
         counts = self.counts[namespace]
         if self._progress is None:
             self._log(namespace)

@@ -9,10 +9,9 @@ small: with 10,000 counterparties the charts get aggregates, the tables get ever
 successful sync loaded against the versions before it:
 
 - answers from ``analytics.answer_changes``;
-- documents and connections from a history relation chosen by :func:`history_sources`:
-  the marts ``analytics.document_history`` / ``analytics.connection_history`` when the
-  warehouse has them, else the scd2 versions of ``raw.documents`` (connections have no
-  raw history, so without the mart their changes are reported as unavailable).
+- documents and connections from the marts ``analytics.document_history`` and
+  ``analytics.connection_history`` (a warehouse built before they existed reports
+  those changes as unavailable).
 
 A namespace synced only once has no previous sync: nothing is reported as changed there.
 """
@@ -247,40 +246,33 @@ WINDOWS = "report_windows"
 NAMES = "report_names"
 
 
-def history_sources(tables: set[str]) -> dict[str, str | None]:
-    """Version history of documents and connections, as relations with the columns
-    namespace_company_id, company_id, item_id, item_name, detail, valid_from, valid_to.
-
-    The one place that knows where history lives: the analytics marts when present,
-    else raw's scd2 versions; None when there is no history to compare.
-    """
-    sources: dict[str, str | None] = {"documents": None, "connections": None}
-    if "analytics.document_history" in tables:
-        sources["documents"] = """
-            select namespace_company_id, company_id, company_type_id || '/' || document_id
-                       as item_id,
-                   document_name as item_name,
-                   cast(cast(expiration_date as date) as varchar) as detail,
-                   valid_from, valid_to
-            from analytics.document_history"""
-    elif "raw.documents" in tables:
-        sources["documents"] = """
-            select namespace_company_id, company_id, company_type_id || '/' || document_id
-                       as item_id,
-                   name as item_name, left(expiration_date, 10) as detail,
-                   _dlt_valid_from as valid_from, _dlt_valid_to as valid_to
-            from raw.documents"""
-    if "analytics.connection_history" in tables:
-        sources["connections"] = """
-            select namespace_company_id, company_id, company_id as item_id, name as item_name,
-                   null::varchar as detail, valid_from, valid_to
-            from analytics.connection_history"""
-    return sources
+#: Version history of documents and connections from the analytics marts, as relations
+#: with the columns namespace_company_id, company_id, item_id, item_name, detail,
+#: valid_from, valid_to.
+HISTORY_RELATIONS = {
+    "documents": (
+        "analytics.document_history",
+        """
+        select namespace_company_id, company_id, company_type_id || '/' || document_id
+                   as item_id,
+               document_name as item_name,
+               cast(cast(expiration_date as date) as varchar) as detail,
+               valid_from, valid_to
+        from analytics.document_history""",
+    ),
+    "connections": (
+        "analytics.connection_history",
+        """
+        select namespace_company_id, company_id, company_id as item_id, name as item_name,
+               null::varchar as detail, valid_from, valid_to
+        from analytics.connection_history""",
+    ),
+}
 
 
 def _history_changes(con: duckdb.DuckDBPyConnection, relation: str) -> Table:
     """Items added, changed or removed by each namespace's latest sync, from a history
-    relation of :func:`history_sources`."""
+    relation of :data:`HISTORY_RELATIONS`."""
     return _table(
         con,
         f"""
@@ -356,7 +348,8 @@ def _changes(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, Any]
         order by 1, 2, 4, 5
         """,
     )
-    sources = history_sources(tables)
+    sources = {kind: relation if table in tables else None
+               for kind, (table, relation) in HISTORY_RELATIONS.items()}
     return {
         "available": True,
         "namespaces": [

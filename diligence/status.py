@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 RAW_COUNTS = {
-    "companies": "select count(*) from raw.companies",
-    "connections": "select count(*) from raw.connections",
+    "companies (current)": "select count(*) from raw.companies where _dlt_valid_to is null",
+    "connections (current)": "select count(*) from raw.connections where _dlt_valid_to is null",
     "questionnaire_templates": "select count(*) from raw.questionnaire_templates",
     "questionnaires (current)": "select count(*) from raw.questionnaires where _dlt_valid_to is null",
     "questionnaires (all versions)": "select count(*) from raw.questionnaires",

@@ -1,32 +1,39 @@
-"""One sync: read every namespace, land it in `raw`, and say what happened.
+"""One sync: read every namespace, commit each one as soon as it is complete.
 
-The CLI (`diligence sync`) and the Prefect flow both call :func:`run_sync`.
+::
+
+    fetch thread (one client, one token, one concurrency limit)
+      ns A  ──requests──> staged Parquet ──complete──┐
+      ns B  ──requests──────────> staged ────────────┼──complete──┐
+      ns C  ──requests──> FAILED (staged rows deleted)┘            │
+    this thread (the warehouse's only writer)                      │
+      load A (one dlt run, merges scoped to A) ... load B ...──────┘
+      record C as failed (sync_runs, sync_issues); its data and history stay
+
+Loads run one at a time in the calling thread (DuckDB has one writer and dlt's
+pipeline runs are serialized) while the fetch goes on in the background. A namespace
+is committed by its own dlt run, so it is in the warehouse whatever happens to the
+others later. The CLI (`diligence sync`), the demo and the Prefect flow all reach
+:func:`run_sync` through :mod:`diligence.steps`.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import duckdb
-from dlt.common.configuration.exceptions import ConfigFieldMissingException
-from dlt.common.pipeline import LoadInfo
-
-from pipelines.company_connections import Extraction, ProgressListener, company_connections
-from pipelines.company_connections.errors import DiligenceError
-
-from .publish import wait_until_writable
-from .warehouse import DEFAULT_WAREHOUSE, pipeline_for, writer_lock
+from .errors import DiligenceError, SyncError
+from .warehouse import DEFAULT_WAREHOUSE, Warehouse
 
 log = logging.getLogger("diligence.sync")
 
-
-class SyncError(RuntimeError):
-    """A sync that could not run at all (credentials, service, configuration)."""
+__all__ = ["NamespaceOutcome", "SyncResult", "SyncError", "run_sync", "synced_namespaces"]
 
 
 @dataclass
@@ -40,6 +47,12 @@ class NamespaceOutcome:
     issues: int
     duration_seconds: float
     error: str | None = None
+    #: when its load committed (None when it was not loaded)
+    loaded_at: datetime | None = None
+    #: seconds its dlt run took
+    load_seconds: float = 0.0
+    #: False when retrying cannot help (the namespace is not the user's)
+    retryable: bool = True
 
 
 @dataclass
@@ -50,8 +63,9 @@ class SyncResult:
     warehouse: Path
     synced_at: datetime
     namespaces: list[NamespaceOutcome]
+    #: ``extract``: start to the last namespace read; ``load``: from then to the end
     timings: dict[str, float] = field(default_factory=dict)
-    load_info: LoadInfo | None = None
+    load_info: list[Any] = field(default_factory=list)
 
     @property
     def failed(self) -> list[NamespaceOutcome]:
@@ -65,41 +79,20 @@ class SyncResult:
     def rows(self) -> int:
         return sum(n.rows for n in self.namespaces)
 
-
-def _outcomes(extraction: Extraction) -> list[NamespaceOutcome]:
-    outcomes = [
-        NamespaceOutcome(
-            namespace_company_id=s.namespace_company_id,
-            status="success",
-            requests=s.requests,
-            rows=s.row_count,
-            issues=len(s.issues),
-            duration_seconds=((s.finished_at or s.started_at) - s.started_at).total_seconds(),
-        )
-        for s in extraction.snapshots.values()
-    ]
-    outcomes += [
-        NamespaceOutcome(
-            namespace_company_id=f.namespace_company_id,
-            status="failed",
-            requests=f.requests,
-            rows=0,
-            issues=0,
-            duration_seconds=(f.finished_at - f.started_at).total_seconds(),
-            error=f.error,
-        )
-        for f in extraction.failures.values()
-    ]
-    return outcomes
+    @property
+    def seconds(self) -> float:
+        return sum(self.timings.get(k, 0.0) for k in ("extract", "load"))
 
 
 def _unwrap(exc: BaseException) -> BaseException:
     """The error that dlt wrapped, so users see the real cause in one line."""
+    from pipelines.company_connections.errors import ConfigurationError, ServiceError
+
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, DiligenceError):
+        if isinstance(current, (DiligenceError, ServiceError, ConfigurationError)):
             return current
         exc = current
         current = current.__cause__ or current.__context__
@@ -107,6 +100,10 @@ def _unwrap(exc: BaseException) -> BaseException:
 
 
 def _describe(exc: BaseException) -> str:
+    from dlt.common.configuration.exceptions import ConfigFieldMissingException
+
+    from pipelines.company_connections.errors import ConfigurationError, ServiceError
+
     cause = _unwrap(exc)
     missing = next(
         (e for e in (exc, cause) if isinstance(e, ConfigFieldMissingException)), None
@@ -118,61 +115,92 @@ def _describe(exc: BaseException) -> str:
             f"missing setting {keys} of source company_connections: set it in "
             f".dlt/config.toml / .dlt/secrets.toml or as {env}"
         )
-    if isinstance(cause, DiligenceError):
+    if isinstance(cause, (DiligenceError, ServiceError, ConfigurationError)):
         return str(cause)
     return f"{type(cause).__name__}: {cause}"
 
 
 def synced_namespaces(warehouse: Path) -> list[str]:
     """Namespaces that some earlier sync of `warehouse` loaded successfully."""
-    if not warehouse.exists():
-        return []
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        exists = con.execute(
-            "select count(*) from information_schema.tables "
-            "where table_schema = 'raw' and table_name = 'sync_runs'"
-        ).fetchall()[0][0]
-        if not exists:
-            return []
-        rows = con.execute(
-            "select distinct namespace_company_id from raw.sync_runs where status = 'success' order by 1"
-        ).fetchall()
-    finally:
-        con.close()
-    return [row[0] for row in rows]
+    return Warehouse(warehouse).synced_namespaces()
+
+
+def _outcome(result: Any, loaded_at: datetime | None, load_seconds: float) -> NamespaceOutcome:
+    from pipelines.company_connections import NamespaceSnapshot
+
+    duration = ((result.finished_at or result.started_at) - result.started_at).total_seconds()
+    if isinstance(result, NamespaceSnapshot):
+        return NamespaceOutcome(
+            namespace_company_id=result.namespace_company_id,
+            status="success",
+            requests=result.requests,
+            rows=result.row_count,
+            issues=len(result.issues),
+            duration_seconds=duration,
+            loaded_at=loaded_at,
+            load_seconds=load_seconds,
+        )
+    return NamespaceOutcome(
+        namespace_company_id=result.namespace_company_id,
+        status="failed",
+        requests=result.requests,
+        rows=0,
+        issues=0,
+        duration_seconds=duration,
+        error=result.error,
+        load_seconds=load_seconds,
+        retryable=result.requests > 0 or result.issue is not None,
+    )
 
 
 def run_sync(
-    warehouse: Path = DEFAULT_WAREHOUSE,
+    warehouse: Path | Warehouse = DEFAULT_WAREHOUSE,
     *,
     base_url: str | None = None,
     namespaces: list[str] | None = None,
-    progress: ProgressListener | None = None,
+    progress: Any | None = None,
     wait_seconds: float = 0.0,
     source_options: dict[str, Any] | None = None,
+    on_namespace: Callable[[NamespaceOutcome], None] | None = None,
 ) -> SyncResult:
     """Sync every namespace (or `namespaces`) into the `raw` dataset of `warehouse`.
 
-    Settings not given here come from dlt config (``.dlt/*.toml`` or env vars).
-    Namespaces that could not be read completely are not loaded and are listed in
-    :attr:`SyncResult.failed`; the others are loaded. Raises :class:`SyncError`
-    when nothing could be read (credentials refused, service unreachable, bad
-    configuration).
+    Settings not given here come from dlt config (``.dlt/*.toml`` or env vars), resolved
+    once. Each namespace is loaded the moment its fetch is complete, while the others
+    are still being read; `on_namespace` is called with its outcome right after its
+    load committed (or, for a namespace that could not be read completely, right after
+    its failure was recorded: nothing of its data is loaded, its history stays).
+    Raises :class:`SyncError` when the sync cannot run (credentials refused, service
+    unreachable, bad configuration, a load that failed).
     """
+    from pipelines.company_connections import (
+        company_connections,
+        resolve_settings,
+        stream_namespaces,
+    )
+
+    from .memory import bound_process_memory
+
+    bound_process_memory()
+    owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     options: dict[str, Any] = dict(source_options or {})
     if base_url is not None:
         options["base_url"] = base_url
     if namespaces:
         options["namespaces"] = list(namespaces)
+    try:
+        settings = resolve_settings(**options)
+    except Exception as exc:  # noqa: BLE001 - turned into one clear line
+        raise SyncError(_describe(exc), transient=False) from None
     synced_at = datetime.now(timezone.utc)
     sync_id = synced_at.strftime("%Y%m%dT%H%M%S%fZ")
-    extracted: list[Extraction] = []
-    timings: dict[str, float] = {}
+    outcomes: list[NamespaceOutcome] = []
+    load_info: list[Any] = []
+    started = time.perf_counter()
+    fetched = started
 
-    with writer_lock(warehouse, wait_seconds=wait_seconds):
-        wait_until_writable(warehouse, wait_seconds=wait_seconds)
-        pipeline = pipeline_for(warehouse)
+    with owner.writing(wait_seconds=wait_seconds):
+        pipeline = owner.pipeline()
         if pipeline.has_pending_data:
             # Left by a sync that died mid-way. This sync reads a complete, newer
             # snapshot of every namespace, which supersedes it; loading the old
@@ -180,32 +208,58 @@ def run_sync(
             # packages *instead of* extracting).
             log.warning("discarding the unfinished load of an interrupted sync")
             pipeline.drop_pending_packages()
-        started = time.perf_counter()
+        staging = owner.staging_dir(sync_id)
         try:
-            source = company_connections(
-                **options,
-                sync_id=sync_id,
-                known_namespaces=synced_namespaces(warehouse),
+            stream = stream_namespaces(
+                settings,
+                staging_dir=staging,
+                known_namespaces=owner.synced_namespaces(),
                 progress=progress,
-                on_extracted=extracted.append,
+                synced_at=synced_at,
             )
+            try:
+                for result in stream:
+                    fetched = time.perf_counter()
+                    ns = result.namespace_company_id
+                    began = time.perf_counter()
+                    try:
+                        load_info.append(
+                            pipeline.run(
+                                company_connections(result, sync_id, synced_at),
+                                loader_file_format="parquet",
+                            )
+                        )
+                    except Exception as exc:  # noqa: BLE001
+                        raise SyncError(
+                            f"loading namespace {ns} into {owner.path} failed: {_describe(exc)}"
+                        ) from exc
+                    finally:
+                        folder = getattr(result, "folder", None)
+                        if folder is not None:
+                            shutil.rmtree(folder, ignore_errors=True)
+                    loaded_at = datetime.now(timezone.utc) if result.__class__.__name__ == "NamespaceSnapshot" else None
+                    outcome = _outcome(result, loaded_at, time.perf_counter() - began)
+                    outcomes.append(outcome)
+                    if outcome.status == "success":
+                        log.info("namespace %s loaded: %d rows", ns, outcome.rows)
+                    if on_namespace is not None:
+                        on_namespace(outcome)
+            finally:
+                stream.close()
+        except SyncError:
+            raise
         except Exception as exc:  # noqa: BLE001 - turned into one clear line
-            raise SyncError(_describe(exc)) from None
-        timings["extract"] = time.perf_counter() - started
-        extraction = extracted[0]
-        started = time.perf_counter()
-        try:
-            load_info = pipeline.run(source, loader_file_format="parquet")
-        except Exception as exc:  # noqa: BLE001
-            raise SyncError(f"loading into {warehouse} failed: {_describe(exc)}") from None
-        timings["load"] = time.perf_counter() - started
+            raise SyncError(_describe(exc)) from exc
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    finished = time.perf_counter()
 
     result = SyncResult(
         sync_id=sync_id,
-        warehouse=warehouse,
-        synced_at=extraction.synced_at,
-        namespaces=_outcomes(extraction),
-        timings=timings,
+        warehouse=owner.path,
+        synced_at=synced_at,
+        namespaces=outcomes,
+        timings={"extract": fetched - started, "load": finished - fetched},
         load_info=load_info,
     )
     for outcome in result.failed:

@@ -1,23 +1,27 @@
 """Prefect flow `company-connections-sync`: sync, rebuild analytics, export, publish.
 
-Each task calls the same function as the `diligence` CLI, in the same order:
-``run_sync`` -> ``rebuild_analytics`` (models, data checks, the analysts' published
-copy) -> ``export_reports``.
+Each task calls one step of :mod:`diligence.steps`, the same steps as the `diligence`
+CLI, in the same order: ``sync_step`` -> ``analytics_step`` (models, data checks, the
+analysts' published copy) -> ``export_step``.
 
-Namespaces are synced one after another, each as its own task run (``sync-<id>``):
-``run_sync`` holds the warehouse's writer lock for the whole sync, so concurrent
-syncs of one warehouse would only queue on that lock. One task run per namespace
-gives each namespace its own state, log and retries (only a failed namespace is read
-again), and a failing namespace never stops the others; within a namespace the
-requests still run concurrently. After every namespace has had its turn, analytics
-and reports are rebuilt from what is in the warehouse, the artifacts are published,
-and the run ends Failed, naming each namespace not loaded and each failing check.
+All namespaces are synced in ONE task run (``sync-namespaces``): one client, one login,
+one concurrency limit, every namespace read side by side and each one committed the
+moment it is complete. Each namespace's outcome is logged as it commits and reported
+in the run's artifacts. A namespace that failed is read again, alone with the other
+failed ones, by a further task run (``retry-failed-namespaces-<n>``) after a delay,
+up to :data:`NAMESPACE_RETRY_DELAYS`; namespaces already loaded are not read again. A
+namespace user-info does not list is never retried. A sync that cannot run at all
+(service unreachable) is retried by Prefect when the error is transient. After the
+sync, analytics and reports are rebuilt from what is in the warehouse, the artifacts
+are published, and the run ends Failed, naming each namespace not loaded and each
+failing check.
 
 Credentials are never parameters: see :mod:`flows.service`.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -29,12 +33,15 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
 
-from diligence.analytics import AnalyticsResult, rebuild_analytics
+from diligence.analytics import AnalyticsResult
 from diligence.checks import CheckResult
-from diligence.export import ExportedFile, Format, export_reports
-from diligence.sync import NamespaceOutcome, run_sync, synced_namespaces
+from diligence.config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_REPORTS_DIR, DEFAULT_WAREHOUSE
+from diligence.export import ExportedFile, Format
+from diligence.steps import analytics_step, export_step, sync_step
+from diligence.sync import NamespaceOutcome, synced_namespaces
+from diligence.warehouse import Warehouse
 
-from .errors import NamespaceSyncError, RunFailedError, UnknownNamespaceError
+from .errors import NamespaceSyncError, RunFailedError
 from .report import expiring_documents, summary_markdown
 from .retry import failure_of, retry_if_transient
 from .service import configured_namespaces, credential_options, mask, user_companies
@@ -45,6 +52,8 @@ DOCUMENTS_ARTIFACT_KEY = "documents-expired-or-expiring"
 EXPORT_FORMATS: tuple[str, ...] = get_args(Format)
 #: Seconds a step waits for another writer of the warehouse (a CLI sync, an open session).
 LOCK_WAIT_SECONDS = 120.0
+#: Seconds before each further attempt at the namespaces that failed.
+NAMESPACE_RETRY_DELAYS: tuple[float, ...] = (30.0, 120.0)
 
 
 @dataclass(frozen=True)
@@ -101,46 +110,62 @@ def resolve_namespaces(
 
 
 @task(
-    name="sync-namespace",
-    task_run_name="sync-{namespace}",
+    name="sync-namespaces",
     retries=2,
     retry_delay_seconds=[30, 120],
     retry_condition_fn=retry_if_transient,
     cache_policy=NO_CACHE,
 )
-def sync_namespace(
-    namespace: str, available: list[str], warehouse: str, base_url: str | None
-) -> NamespaceOutcome:
-    """Sync one namespace into `raw`; fail (keeping its previous data) if it could not be
-    read. Its outcome is recorded in `raw.sync_runs` either way, as the CLI does."""
+def sync_namespaces(
+    namespaces: list[str], available: list[str], warehouse: str, base_url: str | None
+) -> list[NamespaceOutcome]:
+    """Sync `namespaces` side by side into `raw`, each committed as soon as it is read.
+
+    Returns every namespace's outcome (its previous data is kept when it failed); its
+    outcome is also in `raw.sync_runs`, as with the CLI. Raises only when the sync
+    cannot run at all (credentials, service unreachable, a failed load).
+    """
     logger = get_run_logger()
-    result = run_sync(
-        Path(warehouse),
+    known = set(synced_namespaces(Path(warehouse)))
+
+    def report(outcome: NamespaceOutcome) -> None:
+        if outcome.status == "success":
+            logger.info(
+                "namespace %s loaded: %d requests, %d rows, %d sync issues, %.1f s",
+                outcome.namespace_company_id,
+                outcome.requests,
+                outcome.rows,
+                outcome.issues,
+                outcome.duration_seconds,
+            )
+        else:
+            logger.warning(
+                "namespace %s not loaded, previous data kept: %s",
+                outcome.namespace_company_id,
+                outcome.error,
+            )
+
+    result = sync_step(
+        Warehouse(Path(warehouse)),
         base_url=base_url,
-        namespaces=[namespace],
+        namespaces=namespaces,
         wait_seconds=LOCK_WAIT_SECONDS,
         source_options=credential_options(),
+        on_namespace=report,
     )
-    outcome = next(o for o in result.namespaces if o.namespace_company_id == namespace)
-    if outcome.status != "success":
-        if namespace in available:
-            raise NamespaceSyncError(outcome)
-        if namespace in synced_namespaces(Path(warehouse)):
+    outcomes = {o.namespace_company_id: o for o in result.namespaces}
+    for namespace in namespaces:
+        outcome = outcomes.get(namespace)
+        if outcome is None or outcome.status == "success" or namespace in available:
+            continue
+        outcome.retryable = False
+        if namespace in known:
             outcome.error = (
                 f"namespace {namespace} was synced before but user-info no longer lists it "
                 "(access lost?); its data is kept as last synced. To stop syncing it, set "
                 "`namespaces` in the config or the flow parameter"
             )
-        raise UnknownNamespaceError(outcome)
-    logger.info(
-        "namespace %s loaded: %d requests, %d rows, %d sync issues, %.1f s",
-        namespace,
-        outcome.requests,
-        outcome.rows,
-        outcome.issues,
-        outcome.duration_seconds,
-    )
-    return outcome
+    return [outcomes[ns] for ns in namespaces if ns in outcomes]
 
 
 @task(
@@ -153,8 +178,8 @@ def sync_namespace(
 def rebuild_analytics_schema(warehouse: str, expiring_within_days: int) -> AnalyticsResult:
     """Build the models, run the data checks and, if they pass, publish the analysts' copy."""
     logger = get_run_logger()
-    result = rebuild_analytics(
-        Path(warehouse),
+    result = analytics_step(
+        Warehouse(Path(warehouse)),
         expiring_within_days=expiring_within_days,
         wait_seconds=LOCK_WAIT_SECONDS,
     )
@@ -184,9 +209,7 @@ def export_dated_reports(
     """Write every report in every format into `<reports_dir>/<YYYY-MM-DD>/` (default: today)."""
     logger = get_run_logger()
     folder = Path(reports_dir) / (day or date.today()).isoformat()
-    exported: list[ExportedFile] = []
-    for fmt in dict.fromkeys(export_formats):
-        exported += export_reports(Path(warehouse), folder, fmt)  # type: ignore[arg-type]
+    exported = export_step(Warehouse(Path(warehouse)), folder, export_formats)
     logger.info("wrote %d report files into %s", len(exported), folder)
     return exported
 
@@ -236,9 +259,12 @@ def check_export_formats(export_formats: list[str]) -> None:
 
 
 def namespace_outcome(namespace: str, state: State[Any]) -> NamespaceOutcome:
-    """The outcome of a namespace's sync task run, also when the task run failed."""
+    """The outcome of a namespace from a failed task state (e.g. the sync could not run)."""
     if state.is_completed():
-        return state.result()
+        result = state.result()
+        if isinstance(result, list):
+            return next(o for o in result if o.namespace_company_id == namespace)
+        return result
     error = failure_of(state)
     if isinstance(error, NamespaceSyncError):
         return error.outcome
@@ -251,6 +277,35 @@ def namespace_outcome(namespace: str, state: State[Any]) -> NamespaceOutcome:
         duration_seconds=0.0,
         error=str(error) if error is not None else (state.message or state.name),
     )
+
+
+def sync_with_retries(plan: NamespacePlan, warehouse: str, base_url: str | None) -> list[NamespaceOutcome]:
+    """Sync every namespace of `plan` in one task run, then read only the failed ones again.
+
+    Namespaces that failed for a reason another attempt may fix are read again (alone
+    with the other failed ones) after each delay of :data:`NAMESPACE_RETRY_DELAYS`.
+    """
+    outcomes: dict[str, NamespaceOutcome] = {}
+    pending = list(plan.namespaces)
+    for attempt in range(len(NAMESPACE_RETRY_DELAYS) + 1):
+        if attempt:
+            time.sleep(NAMESPACE_RETRY_DELAYS[attempt - 1])
+            step = sync_namespaces.with_options(task_run_name=f"retry-failed-namespaces-{attempt}")
+        else:
+            step = sync_namespaces
+        state = step(pending, plan.available, warehouse, base_url, return_state=True)
+        if not state.is_completed():
+            for namespace in pending:
+                outcomes[namespace] = namespace_outcome(namespace, state)
+            break
+        for outcome in state.result():
+            outcomes[outcome.namespace_company_id] = outcome
+        pending = [
+            o.namespace_company_id for o in outcomes.values() if o.status != "success" and o.retryable
+        ]
+        if not pending:
+            break
+    return [outcomes[ns] for ns in plan.namespaces if ns in outcomes]
 
 
 def raise_for_failures(outcomes: list[NamespaceOutcome], checks: list[CheckResult]) -> None:
@@ -276,10 +331,10 @@ def raise_for_failures(outcomes: list[NamespaceOutcome], checks: list[CheckResul
 @flow(name=FLOW_NAME)
 def company_connections_sync(
     namespaces: list[str] | None = None,
-    expiring_within_days: int = 30,
+    expiring_within_days: int = DEFAULT_EXPIRING_WITHIN_DAYS,
     export_formats: list[str] = ["csv", "parquet"],  # noqa: B006 - Prefect parameter default
-    reports_dir: str = "reports",
-    warehouse: str = "data/warehouse.duckdb",
+    reports_dir: str = str(DEFAULT_REPORTS_DIR),
+    warehouse: str = str(DEFAULT_WAREHOUSE),
     base_url: str | None = None,
 ) -> RunSummary:
     """Sync the company-connections service into the DuckDB warehouse, rebuild the
@@ -298,13 +353,7 @@ def company_connections_sync(
     """
     check_export_formats(export_formats)
     plan = resolve_namespaces(namespaces, base_url, warehouse)
-    outcomes = [
-        namespace_outcome(
-            namespace,
-            sync_namespace(namespace, plan.available, warehouse, base_url, return_state=True),
-        )
-        for namespace in plan.namespaces
-    ]
+    outcomes = sync_with_retries(plan, warehouse, base_url)
     analytics = rebuild_analytics_schema(warehouse, expiring_within_days)
     exported = export_dated_reports(warehouse, reports_dir, export_formats)
     publish_run_summary(outcomes, analytics, exported)

@@ -1,45 +1,29 @@
 """Exceptions raised by the flow's tasks.
 
-The tree::
+They belong to the one tree of :mod:`diligence.errors` (root ``DiligenceError``, with
+``transient``)::
 
-    FlowError                       base of everything the flow raises on purpose
-    ├── NamespaceSyncError          a namespace could not be read completely (its previous
-    │   │                           data is kept); carries the `NamespaceOutcome`; retried
-    │   └── UnknownNamespaceError   user-info does not list the namespace (a wrong id, or
-    │                               access lost since an earlier sync); never retried
-    └── RunFailedError              raised as the run's last step: names every namespace
+    DiligenceError
+    ├── NamespaceSyncError          (diligence.errors) a namespace could not be read
+    │   └── UnknownNamespaceError   completely / user-info does not list it
+    └── FlowError                   base of the flow's own errors; never transient
+        └── RunFailedError          raised as the run's last step: names every namespace
                                     that was not loaded and every failing data check
 
-Errors of the service client (`pipelines.company_connections.errors`) and of
-`diligence.sync.SyncError` pass through unchanged; `flows.retry` decides which of
-them are worth another attempt.
+`flows.retry` decides with :func:`diligence.errors.is_transient`.
 """
 
 from __future__ import annotations
 
-from diligence.sync import NamespaceOutcome
+from diligence.errors import DiligenceError, NamespaceSyncError, UnknownNamespaceError
+
+__all__ = ["FlowError", "NamespaceSyncError", "RunFailedError", "UnknownNamespaceError"]
 
 
-class FlowError(Exception):
+class FlowError(DiligenceError):
     """Base class of the flow's own exceptions."""
 
-
-class NamespaceSyncError(FlowError):
-    """A namespace could not be read completely; nothing of it was loaded."""
-
-    def __init__(self, outcome: NamespaceOutcome) -> None:
-        super().__init__(
-            f"namespace {outcome.namespace_company_id} not loaded, previous data kept: "
-            f"{outcome.error}"
-        )
-        self.outcome = outcome
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.outcome,))
-
-
-class UnknownNamespaceError(NamespaceSyncError):
-    """User-info does not list the namespace: a wrong id, or access lost since a sync."""
+    transient = False
 
 
 class RunFailedError(FlowError):

@@ -21,20 +21,15 @@ from typing import Any
 import dlt
 from prefect.schedules import Cron
 
+from diligence.config import DEFAULT_CRON, DEFAULT_TIMEZONE, schedule_settings
+
 from .company_connections_sync import company_connections_sync
 
+__all__ = ["DEPLOYMENT_NAME", "DEFAULT_CRON", "DEFAULT_TIMEZONE", "schedule_settings", "serve_schedule"]
+
 DEPLOYMENT_NAME = "company-connections-scheduled"
-DEFAULT_CRON = "0 6 * * *"
-DEFAULT_TIMEZONE = "UTC"
 #: Loggers whose records flow runs send to Prefect, next to the run logger's.
 EXTRA_LOGGERS = ("dlt", "diligence")
-
-
-def schedule_settings(cron: str | None = None, timezone: str | None = None) -> tuple[str, str]:
-    """(cron, timezone): the arguments, else dlt config `schedule.*`, else the defaults."""
-    cron = cron or dlt.config.get("schedule.cron", str) or DEFAULT_CRON
-    timezone = timezone or dlt.config.get("schedule.timezone", str) or DEFAULT_TIMEZONE
-    return cron, timezone
 
 
 def route_library_logs(env: MutableMapping[str, str] | None = None) -> None:
@@ -64,7 +59,7 @@ def deployment_parameters(
     if expiring_within_days is None:
         expiring_within_days = dlt.config.get(
             "sources.company_connections.expiring_within_days", int
-        )
+        )  # None: the flow's default (diligence.config) applies
     given: dict[str, Any] = {
         "namespaces": namespaces or None,
         "expiring_within_days": expiring_within_days,

@@ -29,8 +29,8 @@ def query(warehouse: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 def current_counts(warehouse: Path) -> dict[str, dict[str, int]]:
     """Current-state row counts per raw table and namespace."""
     tables = {
-        "companies": "raw.companies",
-        "connections": "raw.connections",
+        "companies": "raw.companies where _dlt_valid_to is null",
+        "connections": "raw.connections where _dlt_valid_to is null",
         "questionnaire_templates": "raw.questionnaire_templates",
         "questionnaires": "raw.questionnaires where _dlt_valid_to is null",
         "documents": "raw.documents where _dlt_valid_to is null",

@@ -1,4 +1,4 @@
-"""Read one complete snapshot of each namespace from the service.
+"""Read one complete snapshot of each namespace from the service, as a stream.
 
 The service has no filters, pages or change feed, so a sync re-reads everything a
 namespace can see. For each namespace the fan-out is::
@@ -12,15 +12,20 @@ namespace can see. For each namespace the fan-out is::
 
 Every request of every namespace is started as soon as what it depends on has
 answered, so the whole run is bounded by the client's concurrency limit, not by
-round trips. Namespaces are read side by side through one client (one login).
+round trips. Namespaces are read side by side through one client (one login, one
+token, one concurrency limit). Rows are staged as they arrive (see :mod:`.staging`):
+each namespace's tables go to Arrow batches and Parquet files, never to one big list.
+As soon as a namespace's last request has answered, its :class:`NamespaceSnapshot`
+(the staged files) is handed to `on_complete`, so it can be loaded while the other
+namespaces are still being read.
 
 Outcomes per request:
 
 * 403 / 404 on a child request is *authoritative*: the item is absent from the
   snapshot (so its current version ends) and a :class:`SyncIssue` records it.
 * Anything else that still fails after the client's retries makes the whole
-  namespace a :class:`NamespaceFailure`: nothing of it is loaded, so a transient
-  failure can never look like a deletion.
+  namespace a :class:`NamespaceFailure`: its staged rows are deleted and nothing of
+  it is loaded, so a transient failure can never look like a deletion.
 * :class:`~.errors.AuthenticationError` aborts the run: every namespace would fail.
 """
 
@@ -28,10 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
+import heapq
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import orjson
@@ -39,6 +45,7 @@ import orjson
 from .client import ServiceClient
 from .errors import AuthenticationError, DeniedError, NotFoundError, ServiceError
 from .models import ConnectionDetail, ConnectionEntry, Role
+from .staging import NamespaceStage, StagedTable
 
 T = TypeVar("T")
 
@@ -74,34 +81,22 @@ class SyncIssue:
 
 @dataclass
 class NamespaceSnapshot:
-    """Everything one namespace could read, as rows ready for loading."""
+    """One namespace read completely: its staged tables, ready to be loaded atomically."""
 
     namespace_company_id: str
     synced_at: datetime
     started_at: datetime
     finished_at: datetime | None = None
     requests: int = 0
-    user_roles: list[dict[str, Any]] = field(default_factory=list)
-    companies: list[dict[str, Any]] = field(default_factory=list)
-    connections: list[dict[str, Any]] = field(default_factory=list)
-    questionnaire_templates: list[dict[str, Any]] = field(default_factory=list)
-    questionnaires: list[dict[str, Any]] = field(default_factory=list)
-    documents: list[dict[str, Any]] = field(default_factory=list)
+    #: table name -> staged Parquet file and row count (see :mod:`.staging`)
+    tables: dict[str, StagedTable] = field(default_factory=dict)
     issues: list[SyncIssue] = field(default_factory=list)
+    folder: Path | None = None
 
-    #: rows read, counted when the read completes (the row lists are handed to
-    #: the loader afterwards, which empties them to free memory)
-    row_count: int = 0
-
-    def count_rows(self) -> int:
-        return (
-            len(self.user_roles)
-            + len(self.companies)
-            + len(self.connections)
-            + len(self.questionnaire_templates)
-            + len(self.questionnaires)
-            + len(self.documents)
-        )
+    @property
+    def row_count(self) -> int:
+        """Rows read over every table of the namespace."""
+        return sum(table.rows for table in self.tables.values())
 
 
 @dataclass(frozen=True)
@@ -120,6 +115,10 @@ class NamespaceFailure:
     issue: SyncIssue | None = None
 
 
+#: What reading a namespace ends in.
+NamespaceResult = NamespaceSnapshot | NamespaceFailure
+
+
 class _RequestFailed(Exception):
     """A request of a namespace failed for good; carries where, for `sync_issues`."""
 
@@ -128,14 +127,42 @@ class _RequestFailed(Exception):
         self.issue = issue
 
 
-@dataclass
-class Extraction:
-    """The result of reading a set of namespaces at `synced_at`."""
+class PriorityGate:
+    """A concurrency limit that serves waiting requests by priority, then first come.
 
-    synced_at: datetime
-    snapshots: dict[str, NamespaceSnapshot] = field(default_factory=dict)
-    failures: dict[str, NamespaceFailure] = field(default_factory=dict)
-    duration_seconds: float = 0.0
+    Namespaces get their priority from their order: while the first one has requests to
+    make, it gets every free slot; the others fill the slots it leaves idle (while it
+    waits for a parent response). So namespaces complete one after another, and each
+    one's load overlaps with the fetch of those still running, instead of all of them
+    completing together at the end.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._free = max(1, limit)
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._seq = 0
+
+    async def acquire(self, priority: int) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._seq += 1
+        heapq.heappush(self._waiters, (priority, self._seq, future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if future.done() and not future.cancelled():
+                self.release()  # the slot was handed over just as we were cancelled
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            _, _, future = heapq.heappop(self._waiters)
+            if not future.done():
+                future.set_result(None)
+                return
+        self._free += 1
 
 
 def content_hash(*parts: str | None) -> str:
@@ -163,13 +190,20 @@ class _NamespaceReader:
         role: Role,
         synced_at: datetime,
         progress: ProgressListener | None,
+        stage: NamespaceStage,
+        gate: PriorityGate | None = None,
+        priority: int = 0,
     ) -> None:
         self.client = client
+        self.gate = gate
+        self.priority = priority
         self.role = role
         self.ns = role.company_id
         self.progress = progress
+        self.stage = stage
+        self.synced_at = synced_at
         self.snapshot = NamespaceSnapshot(
-            namespace_company_id=self.ns, synced_at=synced_at, started_at=_now()
+            namespace_company_id=self.ns, synced_at=synced_at, started_at=_now(), folder=stage.folder
         )
         self._template_types: set[str] = set()
         self._tasks: asyncio.TaskGroup | None = None
@@ -180,9 +214,13 @@ class _NamespaceReader:
             self.progress.planned(self.ns, requests)
 
     async def _call(self, request: Callable[[], Awaitable[T]]) -> T:
+        if self.gate is not None:
+            await self.gate.acquire(self.priority)
         try:
             return await request()
         finally:
+            if self.gate is not None:
+                self.gate.release()
             self.snapshot.requests += 1
             if self.progress is not None:
                 self.progress.done(self.ns, 1, 0)
@@ -243,7 +281,8 @@ class _NamespaceReader:
     # -- the fan-out --------------------------------------------------------------
     async def read(self) -> NamespaceSnapshot:
         ns, snap = self.ns, self.snapshot
-        snap.user_roles.append(
+        self.stage.append(
+            "user_roles",
             {
                 "namespace_company_id": ns,
                 "internal_names": _json(self.role.internal.names),
@@ -251,7 +290,7 @@ class _NamespaceReader:
                 "external_names": _json(self.role.external.names),
                 "external_company_type_ids": _json(self.role.external.company_type_ids),
                 "synced_at": snap.synced_at,
-            }
+            },
         )
         own_types = list(dict.fromkeys(self.role.internal.company_type_ids))
         self._plan(2 + 2 * len(own_types))
@@ -268,8 +307,8 @@ class _NamespaceReader:
             self._plan(2 * len(entries))
             for entry in _unique_entries(entries):
                 self._spawn(self._read_connection(entry))
+        snap.tables = self.stage.close()
         snap.finished_at = _now()
-        snap.row_count = snap.count_rows()
         return snap
 
     async def _read_company(self, company_id: str, *, is_namespace_company: bool) -> None:
@@ -281,19 +320,22 @@ class _NamespaceReader:
         )
         if company is None:
             return
-        self.snapshot.companies.append(
-            {
-                "namespace_company_id": self.ns,
-                "company_id": company.id or company_id,
-                "name": company.name,
-                "country": company.country,
-                "city": company.city,
-                "lei": company.lei,
-                "cin": company.cin,
-                "is_namespace_company": is_namespace_company,
-                "synced_at": self.snapshot.synced_at,
-            }
+        row = {
+            "namespace_company_id": self.ns,
+            "company_id": company.id or company_id,
+            "name": company.name,
+            "country": company.country,
+            "city": company.city,
+            "lei": company.lei,
+            "cin": company.cin,
+            "is_namespace_company": is_namespace_company,
+        }
+        row["content_hash"] = content_hash(
+            *(row[k] for k in ("namespace_company_id", "company_id", "name", "country", "city", "lei", "cin")),
+            str(is_namespace_company),
         )
+        row["synced_at"] = self.synced_at
+        self.stage.append("companies", row)
         self._rows_added(1)
 
     async def _read_connection(self, entry: ConnectionEntry) -> None:
@@ -306,18 +348,23 @@ class _NamespaceReader:
         )
         given = detail.reading_rights.given.company_type_ids if detail else []
         received = detail.reading_rights.received.company_type_ids if detail else []
-        self.snapshot.connections.append(
-            {
-                "namespace_company_id": self.ns,
-                "company_id": entry.id,
-                "name": (detail.name if detail and detail.name else entry.name),
-                "country": detail.country if detail else None,
-                "given_company_type_ids": _json(list(given)),
-                "received_company_type_ids": _json(list(received)),
-                "has_detail": detail is not None,
-                "synced_at": self.snapshot.synced_at,
-            }
+        row = {
+            "namespace_company_id": self.ns,
+            "company_id": entry.id,
+            "name": (detail.name if detail and detail.name else entry.name),
+            "country": detail.country if detail else None,
+            "given_company_type_ids": _json(list(given)),
+            "received_company_type_ids": _json(list(received)),
+            "has_detail": detail is not None,
+        }
+        row["content_hash"] = content_hash(
+            *(row[k] for k in ("namespace_company_id", "company_id", "name", "country")),
+            row["given_company_type_ids"],
+            row["received_company_type_ids"],
+            str(row["has_detail"]),
         )
+        row["synced_at"] = self.synced_at
+        self.stage.append("connections", row)
         self._rows_added(1)
         received_types = list(dict.fromkeys(received))
         self._plan(2 * len(received_types))
@@ -340,15 +387,16 @@ class _NamespaceReader:
         if questionnaire is None:
             return
         forms_json = _json(questionnaire.raw_forms)
-        self.snapshot.questionnaires.append(
+        self.stage.append(
+            "questionnaires",
             {
                 "namespace_company_id": self.ns,
                 "company_id": company_id,
                 "company_type_id": company_type_id,
                 "forms_json": forms_json,
                 "content_hash": content_hash(self.ns, company_id, company_type_id, forms_json),
-                "synced_at": self.snapshot.synced_at,
-            }
+                "synced_at": self.synced_at,
+            },
         )
         self._rows_added(1)
 
@@ -367,7 +415,8 @@ class _NamespaceReader:
                 continue
             seen.add(document.id)
             document_json = _json(document.raw)
-            self.snapshot.documents.append(
+            self.stage.append(
+                "documents",
                 {
                     "namespace_company_id": self.ns,
                     "company_id": company_id,
@@ -382,8 +431,8 @@ class _NamespaceReader:
                     "content_hash": content_hash(
                         self.ns, company_id, company_type_id, document.id, document_json
                     ),
-                    "synced_at": self.snapshot.synced_at,
-                }
+                    "synced_at": self.synced_at,
+                },
             )
         self._rows_added(len(seen))
 
@@ -396,13 +445,14 @@ class _NamespaceReader:
         )
         if template is None:
             return
-        self.snapshot.questionnaire_templates.append(
+        self.stage.append(
+            "questionnaire_templates",
             {
                 "namespace_company_id": self.ns,
                 "company_type_id": company_type_id,
                 "forms_json": _json(template.raw_forms),
-                "synced_at": self.snapshot.synced_at,
-            }
+                "synced_at": self.synced_at,
+            },
         )
         self._rows_added(1)
 
@@ -433,26 +483,48 @@ async def extract_namespaces(
     client: ServiceClient,
     namespaces: Sequence[str] | None = None,
     *,
+    staging_dir: Path,
+    on_complete: Callable[[NamespaceResult], None],
+    batch_size: int = 1000,
+    concurrency: int | None = None,
     progress: ProgressListener | None = None,
     synced_at: datetime | None = None,
     known_namespaces: Sequence[str] = (),
-) -> Extraction:
+) -> list[NamespaceResult]:
     """Read every requested namespace (default: every company of the user) side by side.
 
-    A namespace the user does not belong to, or whose reading fails after retries,
-    becomes a failure in the result; the others are unaffected. With the default
-    namespaces, `known_namespaces` (those synced before) that user-info no longer
-    lists are failures too: access was lost, and their data is kept, not retired.
-    Raises :class:`AuthenticationError` when the credentials are refused.
+    Each namespace's rows are staged under `staging_dir` as they arrive, at most
+    `batch_size` rows per table in memory. The moment a namespace is complete, its
+    :class:`NamespaceSnapshot` goes to `on_complete` (called in the event loop's
+    thread: it must only hand the snapshot over, e.g. put it on a queue). A namespace
+    the user does not belong to, or whose reading fails after retries, becomes a
+    :class:`NamespaceFailure` (also given to `on_complete`) and its staged rows are
+    deleted; the others are unaffected. With the default namespaces,
+    `known_namespaces` (those synced before) that user-info no longer lists are
+    failures too: access was lost, and their data is kept, not retired.
+
+    With `concurrency` (the client's limit), requests wait for a slot by namespace
+    order (see :class:`PriorityGate`), so namespaces complete one after another.
+
+    Returns every result in the order they completed. Raises
+    :class:`AuthenticationError` when the credentials are refused.
     """
-    started = time.perf_counter()
-    extraction = Extraction(synced_at=synced_at or _now())
+    synced_at = synced_at or _now()
+    results: list[NamespaceResult] = []
+
+    def complete(result: NamespaceResult) -> None:
+        results.append(result)
+        on_complete(result)
+
     user_info = await client.user_info()
     roles = {role.company_id: role for role in user_info.roles}
     if namespaces:
         wanted = list(dict.fromkeys(namespaces))
     else:
         wanted = list(dict.fromkeys([*roles, *known_namespaces]))
+
+    gate = PriorityGate(concurrency) if concurrency else None
+    priorities = {namespace: index for index, namespace in enumerate(wanted)}
 
     async def read_one(namespace: str) -> None:
         begun = _now()
@@ -469,32 +541,39 @@ async def extract_namespaces(
                     "it (access lost?); its data is kept as last synced. To stop syncing it, "
                     "set `namespaces` in the config"
                 )
-            extraction.failures[namespace] = NamespaceFailure(
-                namespace_company_id=namespace,
-                error=error,
-                started_at=begun,
-                finished_at=_now(),
+            complete(
+                NamespaceFailure(
+                    namespace_company_id=namespace, error=error, started_at=begun, finished_at=_now()
+                )
             )
             return
-        reader = _NamespaceReader(client, role, extraction.synced_at, progress)
+        stage = NamespaceStage.create(staging_dir, namespace, batch_size)
+        reader = _NamespaceReader(
+            client, role, synced_at, progress, stage, gate=gate, priority=priorities[namespace]
+        )
         try:
-            extraction.snapshots[namespace] = await reader.read()
+            snapshot = await reader.read()
         except BaseException as exc:  # noqa: BLE001 - sorted out just below
+            stage.discard()
             cause = _root_cause(exc)
             if isinstance(cause, AuthenticationError):
                 raise cause from None
             if not isinstance(cause, Exception):
                 raise
-            extraction.failures[namespace] = NamespaceFailure(
-                namespace_company_id=namespace,
-                error=describe_error(cause.__cause__ or cause)
-                if isinstance(cause, _RequestFailed)
-                else describe_error(cause),
-                started_at=begun,
-                finished_at=_now(),
-                requests=reader.snapshot.requests,
-                issue=cause.issue if isinstance(cause, _RequestFailed) else None,
+            complete(
+                NamespaceFailure(
+                    namespace_company_id=namespace,
+                    error=describe_error(cause.__cause__ or cause)
+                    if isinstance(cause, _RequestFailed)
+                    else describe_error(cause),
+                    started_at=begun,
+                    finished_at=_now(),
+                    requests=reader.snapshot.requests,
+                    issue=cause.issue if isinstance(cause, _RequestFailed) else None,
+                )
             )
+            return
+        complete(snapshot)
 
     try:
         async with asyncio.TaskGroup() as tasks:
@@ -502,5 +581,4 @@ async def extract_namespaces(
                 tasks.create_task(read_one(namespace))
     except BaseExceptionGroup as group:
         raise _root_cause(group) from None
-    extraction.duration_seconds = time.perf_counter() - started
-    return extraction
+    return results

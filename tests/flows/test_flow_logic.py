@@ -14,6 +14,7 @@ from prefect.states import Completed, Failed
 
 import flows.service
 from diligence.checks import CheckResult
+from diligence.errors import DiligenceError
 from diligence.export import ExportedFile
 from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from diligence.sync import NamespaceOutcome, SyncError, run_sync
@@ -146,6 +147,10 @@ def test_export_formats_are_checked_before_the_run() -> None:
         (UnknownNamespaceError(BROKEN), False),
         (ValueError("unknown export format"), False),
         (ExceptionGroup("read", [auth_error(), request_failed()]), False),
+        # the attribute decides for our own errors, whatever their class
+        (SyncError("bad settings", transient=False), False),
+        (DiligenceError("lock timed out", transient=True), True),
+        (RunFailedError("1 of 2 namespaces not loaded"), False),
     ],
 )
 def test_only_transient_failures_are_retried(error: BaseException, transient: bool) -> None:

@@ -15,6 +15,7 @@ import pytest
 from prefect import flow
 from prefect.blocks.system import Secret
 
+import flows.company_connections_sync as flow_module
 from diligence.export import REPORTS
 from diligence.sandbox.server import DEFAULT_PASSWORD, SandboxServer
 from diligence.sync import run_sync
@@ -22,7 +23,7 @@ from flows.company_connections_sync import (
     DOCUMENTS_ARTIFACT_KEY,
     SUMMARY_ARTIFACT_KEY,
     company_connections_sync,
-    sync_namespace,
+    sync_namespaces,
 )
 from flows.service import PASSWORD_BLOCK
 
@@ -148,10 +149,11 @@ def test_unknown_namespace_fails_the_run_after_loading_the_others(
     assert runs_recorded == [(bad, "failed"), (good, "success")]
     assert (Path(paths["reports_dir"]) / date.today().isoformat() / "answers.csv").is_file()
 
-    task_runs = {t.name: t for t in runs.task_runs(state.state_details.flow_run_id)}
-    assert task_runs[f"sync-{bad}"].state.is_failed()
-    assert task_runs[f"sync-{bad}"].run_count == 1  # configuration: never retried
-    assert task_runs[f"sync-{good}"].state.is_completed()
+    task_runs = {t.name.rsplit("-", 1)[0]: t for t in runs.task_runs(state.state_details.flow_run_id)}
+    # both namespaces in one task run; the unknown one is never read again
+    assert task_runs["sync-namespaces"].state.is_completed()
+    assert task_runs["sync-namespaces"].run_count == 1
+    assert not any(name.startswith("retry-failed-namespaces") for name in task_runs)
     summary = next(
         a for a in runs.artifacts(state.state_details.flow_run_id) if a.key == SUMMARY_ARTIFACT_KEY
     )
@@ -181,8 +183,9 @@ def test_namespace_whose_access_was_lost_fails_loudly(
     assert state.is_failed()
     assert f"1 of 3 namespaces not loaded (previous data kept): {lost} (" in state.message
     assert "no longer lists it (access lost?)" in state.message
-    task_runs = {t.name: t for t in runs.task_runs(state.state_details.flow_run_id)}
-    assert task_runs[f"sync-{lost}"].run_count == 1
+    task_runs = {t.name.rsplit("-", 1)[0]: t for t in runs.task_runs(state.state_details.flow_run_id)}
+    assert task_runs["sync-namespaces"].run_count == 1
+    assert not any(name.startswith("retry-failed-namespaces") for name in task_runs)
     loaded = query(
         paths["warehouse"], "select distinct namespace_company_id from analytics.answers"
     )
@@ -215,7 +218,7 @@ def test_wrong_password_fails_fast_without_retries(
 
 @flow
 def sync_one(namespace: str, warehouse: str, base_url: str) -> None:
-    sync_namespace(namespace, [namespace], warehouse, base_url)
+    sync_namespaces([namespace], [namespace], warehouse, base_url)
 
 
 def test_sync_task_is_not_retried_on_bad_credentials(
@@ -232,13 +235,13 @@ def test_sync_task_is_not_retried_on_bad_credentials(
 
     assert state.is_failed() and "login rejected" in state.message
     (task_run,) = runs.task_runs(state.state_details.flow_run_id)
-    assert task_run.name == f"sync-{namespace}"
+    assert task_run.name.rsplit("-", 1)[0] == "sync-namespaces"
     assert task_run.run_count == 1
 
 
 @flow
 def sync_one_quickly_retried(namespace: str, warehouse: str, base_url: str) -> None:
-    sync_namespace.with_options(retry_delay_seconds=0)(namespace, [namespace], warehouse, base_url)
+    sync_namespaces.with_options(retry_delay_seconds=0)([namespace], [namespace], warehouse, base_url)
 
 
 def test_sync_task_retries_an_unreachable_service(
@@ -255,3 +258,75 @@ def test_sync_task_retries_an_unreachable_service(
     assert state.is_failed()
     (task_run,) = runs.task_runs(state.state_details.flow_run_id)
     assert task_run.run_count == 3  # the first attempt and both retries
+
+
+def test_namespaces_are_synced_concurrently_in_one_task_run(
+    sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
+) -> None:
+    sandbox.faults.latency_ms = 20  # long enough for the fetches to be seen side by side
+    try:
+        state = company_connections_sync(
+            export_formats=["csv"], base_url=sandbox.base_url, **paths, return_state=True
+        )
+    finally:
+        sandbox.faults.latency_ms = 0
+
+    assert state.is_completed(), state.message
+    task_runs = runs.task_runs(state.state_details.flow_run_id)
+    syncs = [t for t in task_runs if t.name.startswith(("sync-", "retry-failed-namespaces"))]
+    assert [t.name.rsplit("-", 1)[0] for t in syncs] == ["sync-namespaces"]
+    windows = query(
+        paths["warehouse"],
+        "select sync_id, namespace_company_id, started_at, finished_at from raw.sync_runs "
+        "where status = 'success' order by started_at",
+    )
+    assert {ns for _, ns, _, _ in windows} == set(sandbox.world.namespaces)
+    assert len({sync_id for sync_id, _, _, _ in windows}) == 1  # one sync, one token
+    # every namespace was being fetched while every other one was: their windows overlap
+    latest_start = max(started for _, _, started, _ in windows)
+    earliest_end = min(finished for _, _, _, finished in windows)
+    assert latest_start < earliest_end, windows
+    # and each one is reported as its own outcome
+    summary = next(
+        a for a in runs.artifacts(state.state_details.flow_run_id) if a.key == SUMMARY_ARTIFACT_KEY
+    )
+    for namespace in sandbox.world.namespaces:
+        assert f"| `{namespace}` | loaded |" in summary.data
+
+
+def test_a_retry_reads_only_the_failed_namespaces(
+    sandbox: SandboxServer,
+    credentials: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    paths: dict[str, str],
+    runs: Any,
+) -> None:
+    monkeypatch.setattr(flow_module, "NAMESPACE_RETRY_DELAYS", (0.0, 0.0))
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__MAX_ATTEMPTS", "1")
+    good, broken = sandbox.world.namespaces[:2]
+    sandbox.faults.fail_namespaces = [broken]
+    try:
+        state = company_connections_sync(
+            export_formats=["csv"], base_url=sandbox.base_url, **paths, return_state=True
+        )
+    finally:
+        sandbox.faults.fail_namespaces = []
+
+    assert state.is_failed()
+    assert f"1 of 2 namespaces not loaded (previous data kept): {broken} (" in state.message
+    names = sorted(t.name.rsplit("-", 1)[0] for t in runs.task_runs(state.state_details.flow_run_id))
+    assert [n for n in names if "sync" in n or "retry" in n] == [
+        "retry-failed-namespaces",
+        "retry-failed-namespaces",
+        "sync-namespaces",
+    ]
+    attempts = dict(
+        query(
+            paths["warehouse"],
+            "select namespace_company_id, count(*) from raw.sync_runs group by 1",
+        )
+    )
+    assert attempts == {good: 1, broken: 3}  # read once, and the failed one twice more
+    assert query(
+        paths["warehouse"], "select distinct namespace_company_id from raw.connections"
+    ) == [(good,)]

@@ -29,8 +29,8 @@ pytestmark = pytest.mark.slow
 
 STATE_SQL = {
     "user_roles": "select namespace_company_id, internal_company_type_ids::varchar from raw.user_roles",
-    "companies": "select namespace_company_id, company_id, name, country, city, lei, cin, is_namespace_company from raw.companies",
-    "connections": "select namespace_company_id, company_id, name, country, given_company_type_ids::varchar, received_company_type_ids::varchar, has_detail from raw.connections",
+    "companies": "select namespace_company_id, company_id, name, country, city, lei, cin, is_namespace_company from raw.companies where _dlt_valid_to is null",
+    "connections": "select namespace_company_id, company_id, name, country, given_company_type_ids::varchar, received_company_type_ids::varchar, has_detail from raw.connections where _dlt_valid_to is null",
     "templates": "select namespace_company_id, company_type_id, md5(forms_json) from raw.questionnaire_templates",
     "questionnaires": "select namespace_company_id, company_id, company_type_id, content_hash, _dlt_valid_to is null from raw.questionnaires",
     "documents": "select namespace_company_id, company_id, company_type_id, document_id, content_hash, _dlt_valid_to is null from raw.documents",
@@ -59,7 +59,7 @@ def _stats(server: SandboxServer) -> dict[str, Any]:
 CLEAN_ROWS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # name: (sandbox fault switches, source options)
     "5xx bursts": ({"error_rate": 0.2}, {"backoff_initial": 0.01}),
-    "429 storms with Retry-After": ({"rate_limit": 120}, {}),
+    "429 storms with Retry-After": ({"rate_limit": 60}, {}),
     "latency spikes and timeouts": ({"slow_rate": 0.05, "slow_ms": 2500}, {"request_timeout": 0.5, "backoff_initial": 0.01}),
     "connection resets": ({"reset_rate": 0.15}, {"backoff_initial": 0.01}),
     "malformed and truncated JSON": ({"malformed_rate": 0.15}, {"backoff_initial": 0.01}),

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from diligence.report import render_html, write_report
-from diligence.report_data import ReportError, collect, history_sources
+from diligence.report_data import ReportError, collect
 from tests.helpers import query
 
 from .conftest import Synced
@@ -99,56 +98,9 @@ def test_changes_since_the_previous_sync(synced: Synced) -> None:
         *(d for (d,) in query(synced.warehouse,
                               "select document_id from raw.documents where company_id = ?", removed)),
     }
-    # connections have no history in raw: reported as unavailable, not as "no change"
-    assert changes["connections"] is None
-
-
-def test_changes_read_the_history_marts_when_they_exist(synced: Synced, tmp_path: Path) -> None:
-    """Once analytics.document_history / connection_history exist, they are the source."""
-    copy = tmp_path / "w.duckdb"
-    shutil.copy(synced.warehouse, copy)
-    con = duckdb.connect(str(copy))
-    try:
-        con.execute(
-            """
-            create table analytics.document_history as
-            select namespace_company_id, company_id, company_type_id, document_id,
-                   name as document_name, category, type,
-                   try_cast(issue_date as timestamp) as issue_date,
-                   try_cast(expiration_date as timestamp) as expiration_date,
-                   _dlt_valid_from as valid_from, _dlt_valid_to as valid_to,
-                   _dlt_valid_to is null as is_current
-            from raw.documents
-            """
-        )
-        ns, removed = synced.removed_connection
-        con.execute(
-            """
-            create table analytics.connection_history as
-            select namespace_company_id, company_id, name, given_company_type_ids,
-                   received_company_type_ids, _dlt_valid_from as valid_from, _dlt_valid_to
-                   as valid_to, _dlt_valid_to is null as is_current
-            from (select namespace_company_id, company_id, name, given_company_type_ids,
-                         received_company_type_ids,
-                         (select min(synced_at) from raw.sync_runs) as _dlt_valid_from,
-                         null::timestamptz as _dlt_valid_to
-                  from raw.connections
-                  union all
-                  select ?, ?, 'Gone Ltd', null, null,
-                         (select min(synced_at) from raw.sync_runs),
-                         (select max(synced_at) from raw.sync_runs))
-            """,
-            [ns, removed],
-        )
-    finally:
-        con.close()
-    assert history_sources({"analytics.document_history", "raw.documents"})["documents"].strip().endswith(
-        "analytics.document_history"
-    )
-    changes = collect(copy).changes
-    before = collect(synced.warehouse).changes
-    assert sorted(changes["documents"].rows) == sorted(before["documents"].rows)
+    # connections keep history: the dropped one is the only connection change
     connections = changes["connections"]
+    assert connections is not None
     assert [(r[0], r[1], r[connections.columns.index("change")]) for r in connections.rows] == [
         (ns, removed, "removed")
     ]

@@ -1,0 +1,175 @@
+"""Sync engine v2 against the code before it, side by side: memory, latency, throughput.
+
+``python -m benchmarks.engine_v2 --before DIR [--repeat 3] [--out FILE]``
+
+`DIR` is a checkout of the code before the engine rewrite (e.g. ``git worktree add
+/tmp/before-engine 7ac3c81``); both trees run with this venv's interpreter, each with
+its own tree first on ``sys.path``, against the same sandbox process (started from
+this tree; the sandbox did not change). Every repetition runs BEFORE then AFTER, so
+both see the same machine load; figures are medians.
+
+Figures (issue 11):
+
+* **memory**: peak RSS (``ru_maxrss`` from ``wait4``) of ``diligence sync`` as users
+  run it (CLI, models included) on the ``small`` and ``large`` profiles; flat means
+  large/small <= 1.5;
+* **latency**: ``medium`` with 50 ms per response, concurrency 16: the whole
+  ``run_sync`` against the ideal ``requests x latency / concurrency``;
+* **throughput**: ``large`` without latency: a bare concurrent fetch of the same
+  requests (``benchmarks.ceiling``, uvloop) over the whole ``run_sync``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .harness import EMAIL, PASSWORD, ROOT, WORK_DIR, child_env, run_child, sandbox
+
+DRIVER = """
+import json, sys, time
+from pathlib import Path
+from diligence.sync import run_sync
+started = time.perf_counter()
+result = run_sync(Path(sys.argv[1]), base_url=sys.argv[2],
+                  source_options={"email": sys.argv[3], "password": sys.argv[4],
+                                  "token_store_path": None, "max_concurrency": 16})
+wall = time.perf_counter() - started
+assert not result.failed, [o.error for o in result.failed]
+print(json.dumps({"wall": wall, "requests": result.requests + 1, "rows": result.rows}))
+"""
+
+
+def _env(tree: Path) -> dict[str, str]:
+    env = child_env()
+    env["PYTHONPATH"] = str(tree)
+    env["SOURCES__COMPANY_CONNECTIONS__EMAIL"] = EMAIL
+    env["SOURCES__COMPANY_CONNECTIONS__PASSWORD"] = PASSWORD
+    env["SOURCES__COMPANY_CONNECTIONS__TOKEN_STORE_PATH"] = ""
+    return env
+
+
+def _run(cmd: list[str], tree: Path, timeout: float = 1800) -> tuple[str, float, float]:
+    """Run `cmd` in `tree`; (stdout, wall seconds, peak RSS MB)."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(cmd, cwd=tree, env=_env(tree), stdout=out, stderr=subprocess.PIPE)
+        _, status, rusage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"{' '.join(cmd[:4])} failed in {tree}:\n{text[-2000:]}\n{err[-2000:]}")
+    return text, wall, rusage.ru_maxrss / 1024
+
+
+def cli_sync(tree: Path, base_url: str, folder: Path) -> float:
+    """Peak RSS (MB) of `diligence sync` (models included) from `tree`."""
+    warehouse = folder / "warehouse.duckdb"
+    _, _, peak = _run([sys.executable, "-m", "diligence", "sync", "--base-url", base_url,
+                       "--warehouse", str(warehouse)], tree)
+    return peak
+
+
+def driver_sync(tree: Path, base_url: str, folder: Path) -> dict[str, Any]:
+    """`run_sync` from `tree`: its own wall time (imports excluded), requests, peak RSS."""
+    text, _, peak = _run([sys.executable, "-c", DRIVER, str(folder / "warehouse.duckdb"),
+                          base_url, EMAIL, PASSWORD], tree)
+    result = json.loads(text.strip().splitlines()[-1])
+    result["peak_rss_mb"] = peak
+    return result
+
+
+def ceiling(base_url: str, log_dir: Path) -> float:
+    child = run_child({"kind": "ceiling", "label": "engine-v2", "base_url": base_url,
+                       "concurrency": 16, "loop": "uvloop"}, timeout=900, log_dir=log_dir)
+    return float(child.result["timings"]["fetch"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.engine_v2")
+    parser.add_argument("--before", type=Path, required=True)
+    parser.add_argument("--after", type=Path, default=ROOT,
+                        help="checkout of the new code (default: this tree)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--figures", default="memory,latency,throughput")
+    parser.add_argument("--out", type=Path, default=WORK_DIR / "engine-v2.json")
+    args = parser.parse_args(argv)
+    trees = {"before": args.before.resolve(), "after": args.after.resolve()}
+    figures = args.figures.split(",")
+    work = WORK_DIR / "engine-v2"
+    work.mkdir(parents=True, exist_ok=True)
+    raw: dict[str, Any] = {"repeat": args.repeat}
+    if "memory" in figures:
+        for scale in ("small", "large"):
+            with sandbox(scale, log_dir=work) as box:
+                for i in range(args.repeat):
+                    for label, tree in trees.items():
+                        with tempfile.TemporaryDirectory(dir=work) as tmp:
+                            peak = cli_sync(tree, box.base_url, Path(tmp))
+                        raw.setdefault(f"rss_{scale}_{label}", []).append(peak)
+                        print(f"memory {scale} {label} run {i + 1}: {peak:.0f} MB", flush=True)
+    if "latency" in figures:
+        with sandbox("medium", latency_ms=50, log_dir=work) as box:
+            for i in range(args.repeat):
+                for label, tree in trees.items():
+                    with tempfile.TemporaryDirectory(dir=work) as tmp:
+                        res = driver_sync(tree, box.base_url, Path(tmp))
+                    ideal = res["requests"] * 0.050 / 16
+                    raw.setdefault(f"latency_{label}", []).append({**res, "ideal": ideal})
+                    print(f"latency {label} run {i + 1}: {res['wall']:.2f} s, ideal {ideal:.2f} s, "
+                          f"{ideal / res['wall']:.1%}", flush=True)
+    if "throughput" in figures:
+        with sandbox("large", log_dir=work) as box:
+            for i in range(args.repeat):
+                bare = ceiling(box.base_url, work)
+                raw.setdefault("ceiling", []).append(bare)
+                for label, tree in trees.items():
+                    with tempfile.TemporaryDirectory(dir=work) as tmp:
+                        res = driver_sync(tree, box.base_url, Path(tmp))
+                    raw.setdefault(f"throughput_{label}", []).append(res)
+                    print(f"throughput {label} run {i + 1}: {res['wall']:.2f} s vs bare fetch "
+                          f"{bare:.2f} s: {bare / res['wall']:.2f}", flush=True)
+    args.out.write_text(json.dumps(raw, indent=1))
+    print(summary(raw))
+
+
+def summary(raw: dict[str, Any]) -> str:
+    med = statistics.median
+    lines = ["| figure | before (7ac3c81) | after | goal |", "|---|---|---|---|"]
+    if "rss_large_after" in raw:
+        b_s, a_s = med(raw["rss_small_before"]), med(raw["rss_small_after"])
+        b_l, a_l = med(raw["rss_large_before"]), med(raw["rss_large_after"])
+        lines.append(f"| peak RSS of `diligence sync`, small | {b_s:.0f} MB | {a_s:.0f} MB | |")
+        lines.append(f"| peak RSS of `diligence sync`, large | {b_l:.0f} MB | {a_l:.0f} MB | < 700 MB |")
+        lines.append(f"| growth large / small (120x the connections) | {b_l / b_s:.2f}x | {a_l / a_s:.2f}x | <= 1.5x |")
+    if "latency_after" in raw:
+        for label in ("before", "after"):
+            runs = raw[f"latency_{label}"]
+            raw[f"util_{label}"] = med(r["ideal"] / r["wall"] for r in runs)
+            raw[f"lat_wall_{label}"] = med(r["wall"] for r in runs)
+        ideal = raw["latency_after"][0]["ideal"]
+        lines.append(f"| medium, 50 ms, concurrency 16: whole sync (ideal {ideal:.2f} s) | "
+                     f"{raw['lat_wall_before']:.2f} s = {raw['util_before']:.1%} | "
+                     f"{raw['lat_wall_after']:.2f} s = {raw['util_after']:.1%} | >= 88 % |")
+    if "throughput_after" in raw:
+        bare = med(raw["ceiling"])
+        for label in ("before", "after"):
+            raw[f"tp_wall_{label}"] = med(r["wall"] for r in raw[f"throughput_{label}"])
+        lines.append(f"| large, no latency: bare fetch {bare:.2f} s over whole sync | "
+                     f"{raw['tp_wall_before']:.2f} s = {bare / raw['tp_wall_before']:.2f} | "
+                     f"{raw['tp_wall_after']:.2f} s = {bare / raw['tp_wall_after']:.2f} | >= 0.8 |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""The pipeline, composed once: sync -> models -> checks -> publish -> exports -> report.
+
+::
+
+    run_pipeline(warehouse, ...)
+      sync_step       every namespace read concurrently, each committed on completion
+      [downloads]     new or changed document files (CLI --download-documents)
+      analytics_step  models in one transaction, data checks, the analysts' copy
+      export_step     CSV / Parquet reports
+      report_step     the self-contained HTML report
+
+The CLI (`diligence sync`, `diligence demo`) calls :func:`run_pipeline`; the Prefect
+flow calls the same steps one by one as tasks (it needs their states and retries).
+One :class:`~diligence.warehouse.Warehouse` owns the file for the whole pipeline: the
+writer lock is taken once and every step reuses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .config import expiring_within_days as configured_expiry
+from .warehouse import DEFAULT_WAREHOUSE, Warehouse
+
+if TYPE_CHECKING:
+    from .analytics import AnalyticsResult
+    from .documents import DownloadSummary
+    from .export import ExportedFile
+    from .report import ReportResult
+    from .sync import NamespaceOutcome, SyncResult
+
+__all__ = ["PipelineResult", "run_pipeline", "sync_step", "analytics_step", "export_step", "report_step"]
+
+
+@dataclass
+class PipelineResult:
+    """What :func:`run_pipeline` did, step by step (None: the step did not run)."""
+
+    sync: SyncResult | None = None
+    downloads: DownloadSummary | None = None
+    analytics: AnalyticsResult | None = None
+    exported: list[ExportedFile] = field(default_factory=list)
+    report: ReportResult | None = None
+
+
+def sync_step(
+    warehouse: Warehouse,
+    *,
+    base_url: str | None = None,
+    namespaces: Sequence[str] | None = None,
+    progress: Any | None = None,
+    wait_seconds: float = 0.0,
+    source_options: dict[str, Any] | None = None,
+    on_namespace: Callable[[NamespaceOutcome], None] | None = None,
+) -> SyncResult:
+    """Sync the namespaces into `raw` (see :func:`diligence.sync.run_sync`)."""
+    from .sync import run_sync
+
+    return run_sync(
+        warehouse,
+        base_url=base_url,
+        namespaces=list(namespaces) if namespaces else None,
+        progress=progress,
+        wait_seconds=wait_seconds,
+        source_options=source_options,
+        on_namespace=on_namespace,
+    )
+
+
+def analytics_step(
+    warehouse: Warehouse,
+    *,
+    expiring_within_days: int | None = None,
+    as_of: datetime | None = None,
+    wait_seconds: float = 0.0,
+) -> AnalyticsResult:
+    """Build the models, run the checks, publish the analysts' copy if they pass."""
+    from .analytics import rebuild_analytics
+
+    return rebuild_analytics(
+        warehouse,
+        expiring_within_days=configured_expiry(expiring_within_days),
+        as_of=as_of,
+        wait_seconds=wait_seconds,
+    )
+
+
+def export_step(warehouse: Warehouse, out_dir: Path, formats: Sequence[str]) -> list[ExportedFile]:
+    """Write every report in every format (each once) into `out_dir`."""
+    from .export import export_reports
+
+    exported: list[ExportedFile] = []
+    for fmt in dict.fromkeys(formats):
+        exported += export_reports(warehouse.path, out_dir, fmt)  # type: ignore[arg-type]
+    return exported
+
+
+def report_step(warehouse: Warehouse, out_file: Path) -> ReportResult:
+    """Write the HTML report of the warehouse to `out_file`."""
+    from .report import write_report
+
+    return write_report(warehouse.path, out_file)
+
+
+def run_pipeline(
+    warehouse: Path | Warehouse = DEFAULT_WAREHOUSE,
+    *,
+    sync: bool = True,
+    base_url: str | None = None,
+    namespaces: Sequence[str] | None = None,
+    progress: Any | None = None,
+    source_options: dict[str, Any] | None = None,
+    on_namespace: Callable[[NamespaceOutcome], None] | None = None,
+    on_synced: Callable[[SyncResult], None] | None = None,
+    download_to: Path | None = None,
+    models: bool = True,
+    expiring_within_days: int | None = None,
+    as_of: datetime | None = None,
+    export_to: Path | None = None,
+    export_formats: Sequence[str] = (),
+    report_to: Path | None = None,
+    wait_seconds: float = 0.0,
+) -> PipelineResult:
+    """Run the steps in order, holding the warehouse once for all of them.
+
+    `on_synced` is called after the sync step (e.g. to print its outcome before the
+    models are built). Namespaces that failed do not stop the later steps: the models
+    are rebuilt from what the warehouse holds (their previous data). Downloads and
+    exports only run when `download_to` / `export_to` are given.
+    """
+    owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    result = PipelineResult()
+    with owner.writing(wait_seconds=wait_seconds):
+        if sync:
+            result.sync = sync_step(
+                owner,
+                base_url=base_url,
+                namespaces=namespaces,
+                progress=progress,
+                source_options=source_options,
+                on_namespace=on_namespace,
+                wait_seconds=wait_seconds,
+            )
+            if on_synced is not None:
+                on_synced(result.sync)
+        if download_to is not None:
+            from .documents import download_documents
+
+            result.downloads = download_documents(owner.path, download_to, base_url=base_url)
+        if models:
+            result.analytics = analytics_step(
+                owner, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait_seconds
+            )
+        if export_to is not None and export_formats:
+            result.exported = export_step(owner, export_to, export_formats)
+        if report_to is not None:
+            result.report = report_step(owner, report_to)
+    return result

@@ -1,0 +1,108 @@
+"""The source's settings: one dlt ``@configspec``, resolved once per run.
+
+Values come the dlt way, under ``sources.company_connections``: ``.dlt/config.toml``,
+``.dlt/secrets.toml`` or env vars such as ``SOURCES__COMPANY_CONNECTIONS__BASE_URL``.
+Arguments given to :func:`resolve_settings` win over configured values. The resolved
+object is passed down typed (client, fetch, staging); nothing below reads config again.
+
+``password`` and ``access_token`` (and ``email``) are secret-typed, so dlt never writes
+their values into a pipeline trace.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, List, Optional
+
+from dlt.common.configuration import configspec, resolve_configuration
+from dlt.common.configuration.specs import BaseConfiguration
+from dlt.common.typing import TSecretStrValue
+
+from .settings import (
+    DEFAULT_BACKOFF_INITIAL,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_CONCURRENCY,
+    DEFAULT_MAX_DOWNLOAD_BYTES,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_RELOGIN_BUDGET,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_TOKEN_FILE,
+)
+
+__all__ = ["SourceSettings", "resolve_settings", "SECTIONS", "DEFAULT_BATCH_SIZE"]
+
+SECTIONS = ("sources", "company_connections")
+#: Rows per table buffered in memory before they are written to the staged Parquet file.
+DEFAULT_BATCH_SIZE = 1000
+
+
+@configspec
+class SourceSettings(BaseConfiguration):
+    """Every setting of the source, with its one default."""
+
+    base_url: str = None  # required
+    email: Optional[TSecretStrValue] = None
+    password: Optional[TSecretStrValue] = None
+    access_token: Optional[TSecretStrValue] = None
+    #: company IDs to read; default every `companyId` of user-info
+    namespaces: Optional[List[str]] = None
+    #: requests in flight at once over all namespaces of a run
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    requests_per_second: Optional[float] = None
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    backoff_initial: float = DEFAULT_BACKOFF_INITIAL
+    #: token-only mode: where renewed tokens are saved (None: not saved)
+    token_store_path: Optional[str] = DEFAULT_TOKEN_FILE
+    ca_bundle: Optional[str] = None
+    allow_insecure_http: bool = False
+    #: rows per table held in memory per namespace before they go to the staged file
+    batch_size: int = DEFAULT_BATCH_SIZE
+    #: an answer larger than this is refused (a clear error, not exhausted memory)
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    #: a document file larger than this is not downloaded
+    max_download_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES
+    #: re-logins allowed in one run when the service keeps revoking tokens
+    relogin_budget: int = DEFAULT_RELOGIN_BUDGET
+
+    def client(self) -> Any:
+        """A :class:`~.client.ServiceClient` for one run with these settings."""
+        from .auth import FileTokenStore
+        from .client import ServiceClient
+
+        token_store = None
+        if self.access_token and not self.password and self.token_store_path:
+            token_store = FileTokenStore(Path(self.token_store_path))
+        return ServiceClient(
+            self.base_url,
+            email=self.email,
+            password=self.password,
+            access_token=self.access_token,
+            token_store=token_store,
+            max_concurrency=self.max_concurrency,
+            requests_per_second=self.requests_per_second,
+            request_timeout=self.request_timeout,
+            max_attempts=self.max_attempts,
+            backoff_initial=self.backoff_initial,
+            ca_bundle=self.ca_bundle,
+            allow_insecure_http=self.allow_insecure_http,
+            max_response_bytes=self.max_response_bytes,
+            max_download_bytes=self.max_download_bytes,
+            relogin_budget=self.relogin_budget,
+        )
+
+
+def resolve_settings(**overrides: Any) -> SourceSettings:
+    """The source's settings: `overrides` (those not None), else dlt config, else defaults.
+
+    ``token_store_path=None`` given explicitly means "do not save renewed tokens".
+
+    Raises dlt's ``ConfigFieldMissingException`` when `base_url` is set nowhere.
+    """
+    given = {key: value for key, value in overrides.items() if value is not None}
+    if "token_store_path" in overrides and overrides["token_store_path"] is None:
+        given["token_store_path"] = ""  # explicitly no token store
+    unknown = sorted(set(given) - set(SourceSettings.__dataclass_fields__))  # type: ignore[attr-defined]
+    if unknown:
+        raise TypeError(f"unknown setting(s) of source company_connections: {', '.join(unknown)}")
+    return resolve_configuration(SourceSettings(), sections=SECTIONS, explicit_value=given)

@@ -1,0 +1,144 @@
+"""The raw tables: declared columns, keys, write dispositions and Arrow schemas.
+
+Every raw table is declared here once; the source (:mod:`pipelines.company_connections`)
+turns these declarations into dlt resource hints and the fetch
+(:mod:`.staging`) writes rows in exactly these Arrow schemas.
+
+History tables (``scd2``) keep a version per distinct ``content_hash``; the hash covers
+the namespace, the row's identity and its content (never ``synced_at``), so the same
+company read by two namespaces is two independent histories.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from dlt.common.schema.typing import TColumnSchema, TTableSchemaColumns
+
+__all__ = ["TABLE_COLUMNS", "CURRENT_STATE", "HISTORY", "LOG_TABLES", "NAMESPACE_TABLES", "arrow_schema"]
+
+
+def _col(data_type: str, nullable: bool = True, **hints: Any) -> TColumnSchema:
+    return {"data_type": data_type, "nullable": nullable, **hints}  # type: ignore[return-value,typeddict-item]
+
+
+# Lists land as JSON text in a text column: the SQL staging layer casts them to JSON.
+_JSON_TEXT = "text"
+_SYNCED = {"synced_at": _col("timestamp", False)}
+_NS = {"namespace_company_id": _col("text", False)}
+_HASH = {"content_hash": _col("text", False)}
+
+#: The declared columns of every raw table (all are created even before data arrives).
+TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
+    "user_roles": {
+        **_NS,
+        "internal_names": _col(_JSON_TEXT),
+        "internal_company_type_ids": _col(_JSON_TEXT),
+        "external_names": _col(_JSON_TEXT),
+        "external_company_type_ids": _col(_JSON_TEXT),
+        **_SYNCED,
+    },
+    "companies": {
+        **_NS,
+        "company_id": _col("text", False),
+        "name": _col("text"),
+        "country": _col("text"),
+        "city": _col("text"),
+        "lei": _col("text"),
+        "cin": _col("text"),
+        "is_namespace_company": _col("bool"),
+        **_HASH,
+        **_SYNCED,
+    },
+    "connections": {
+        **_NS,
+        "company_id": _col("text", False),
+        "name": _col("text"),
+        "country": _col("text"),
+        "given_company_type_ids": _col(_JSON_TEXT),
+        "received_company_type_ids": _col(_JSON_TEXT),
+        "has_detail": _col("bool"),
+        **_HASH,
+        **_SYNCED,
+    },
+    "questionnaire_templates": {
+        **_NS,
+        "company_type_id": _col("text", False),
+        "forms_json": _col("text"),
+        **_SYNCED,
+    },
+    "questionnaires": {
+        **_NS,
+        "company_id": _col("text", False),
+        "company_type_id": _col("text", False),
+        "forms_json": _col("text"),
+        **_HASH,
+        **_SYNCED,
+    },
+    "documents": {
+        **_NS,
+        "company_id": _col("text", False),
+        "company_type_id": _col("text", False),
+        "document_id": _col("text", False),
+        "name": _col("text"),
+        "category": _col("text"),
+        "type": _col("text"),
+        "issue_date": _col("text"),
+        "expiration_date": _col("text"),
+        "document_json": _col("text"),
+        **_HASH,
+        **_SYNCED,
+    },
+    "sync_issues": {
+        "sync_id": _col("text", False),
+        **_NS,
+        "endpoint": _col("text", False),
+        "company_id": _col("text"),
+        "company_type_id": _col("text"),
+        "http_status": _col("bigint"),
+        "message": _col("text"),
+        **_SYNCED,
+    },
+    "sync_runs": {
+        "sync_id": _col("text", False),
+        **_NS,
+        "started_at": _col("timestamp"),
+        "finished_at": _col("timestamp"),
+        "status": _col("text", False),
+        "requests": _col("bigint"),
+        "rows_loaded": _col("bigint"),
+        "issues": _col("bigint"),
+        "error": _col("text"),
+        **_SYNCED,
+    },
+}
+
+#: Current-state tables: replaced per namespace (delete-insert); value = primary key.
+CURRENT_STATE: dict[str, tuple[str, ...]] = {
+    "user_roles": ("namespace_company_id",),
+    "questionnaire_templates": ("namespace_company_id", "company_type_id"),
+}
+#: Tables with history (scd2): a version per distinct content_hash.
+HISTORY: tuple[str, ...] = ("companies", "connections", "questionnaires", "documents")
+#: Tables a namespace's fetch fills (staged per namespace, loaded atomically).
+NAMESPACE_TABLES: tuple[str, ...] = (*CURRENT_STATE, *HISTORY)
+#: The run log: appended for every namespace, loaded or not.
+LOG_TABLES: tuple[str, ...] = ("sync_issues", "sync_runs")
+
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    "text": pa.string(),
+    "bool": pa.bool_(),
+    "bigint": pa.int64(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+}
+
+
+def arrow_schema(name: str) -> pa.Schema:
+    """The Arrow schema of raw table `name`, from its declared columns."""
+    return pa.schema(
+        [
+            pa.field(column, _ARROW_TYPES[hints["data_type"]], nullable=hints.get("nullable", True))
+            for column, hints in TABLE_COLUMNS[name].items()
+        ]
+    )

@@ -1,0 +1,198 @@
+"""The streaming engine: each namespace is committed alone, as soon as it is read.
+
+* a namespace is loaded while another one is still being fetched;
+* a namespace whose fetch fails leaves nothing behind (no rows, no staged files, no
+  pending load), and its previous data and history stay;
+* rows are staged in batches, never held whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from diligence.sandbox.server import SandboxServer
+from diligence.sync import NamespaceOutcome
+from diligence.warehouse import pipeline_for, pipelines_dir_of
+from pipelines.company_connections.client import ServiceClient
+from pipelines.company_connections.errors import RequestFailedError
+from pipelines.company_connections.staging import NamespaceStage, read_batches
+from tests.helpers import current_counts, query, sync
+
+DATA_TABLES = ("user_roles", "companies", "connections", "questionnaire_templates", "questionnaires", "documents")
+
+
+def _slow_down(monkeypatch: pytest.MonkeyPatch, namespace: str, seconds: float) -> None:
+    """The connection list of `namespace` answers `seconds` later (a slow namespace)."""
+    original = ServiceClient.connections
+
+    async def slow(self: ServiceClient, ns: str) -> Any:
+        if ns == namespace:
+            await asyncio.sleep(seconds)
+        return await original(self, ns)
+
+    monkeypatch.setattr(ServiceClient, "connections", slow)
+
+
+def test_a_namespace_is_committed_while_another_is_still_fetching(
+    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast, slow = sandbox.world.namespaces[:2]
+    _slow_down(monkeypatch, slow, 4.0)
+    reported: list[tuple[str, datetime]] = []
+
+    def on_namespace(outcome: NamespaceOutcome) -> None:
+        reported.append((outcome.namespace_company_id, datetime.now(timezone.utc)))
+
+    result = sync(sandbox, warehouse, on_namespace=on_namespace)
+
+    assert not result.failed
+    assert [ns for ns, _ in reported] == [fast, slow]
+    # when the fast namespace's load was committed (dlt's load record), the slow one's
+    # fetch had not finished yet
+    committed = dict(
+        query(
+            warehouse,
+            "select r.namespace_company_id, l.inserted_at from raw.sync_runs r "
+            "join raw._dlt_loads l on l.load_id = r._dlt_load_id where r.sync_id = ?",
+            result.sync_id,
+        )
+    )
+    fetched = dict(
+        query(
+            warehouse,
+            "select namespace_company_id, finished_at from raw.sync_runs where sync_id = ?",
+            result.sync_id,
+        )
+    )
+    assert committed[fast] < fetched[slow], (committed, fetched)
+    assert committed[fast] < committed[slow]
+    # each namespace is its own load, with its own rows
+    loads = query(
+        warehouse,
+        "select namespace_company_id, count(distinct _dlt_load_id) from raw.questionnaires group by 1",
+    )
+    assert dict(loads) == {fast: 1, slow: 1}
+    assert result.timings["extract"] >= 4.0
+
+
+def _fail_documents_after(monkeypatch: pytest.MonkeyPatch, namespace: str, calls: int) -> None:
+    """The documents of `namespace` fail for good after `calls` successful requests."""
+    original = ServiceClient.documents
+    seen = {"n": 0}
+
+    async def failing(self: ServiceClient, ns: str, company_id: str, company_type_id: str) -> Any:
+        if ns == namespace:
+            seen["n"] += 1
+            if seen["n"] > calls:
+                raise RequestFailedError(
+                    "", method="GET", path="/api/documents", namespace=ns, attempts=6, last_error="HTTP 503"
+                )
+        return await original(self, ns, company_id, company_type_id)
+
+    monkeypatch.setattr(ServiceClient, "documents", failing)
+
+
+def test_a_failed_namespace_leaves_nothing_behind(
+    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good, broken = sandbox.world.namespaces[:2]
+    # fails half-way: many of its rows were already read and staged
+    _fail_documents_after(monkeypatch, broken, 20)
+
+    result = sync(sandbox, warehouse, source_options={"batch_size": 5})
+
+    assert [o.namespace_company_id for o in result.failed] == [broken]
+    assert "failed after 6 attempt(s)" in (result.failed[0].error or "")
+    for table in DATA_TABLES:
+        namespaces = {ns for (ns,) in query(warehouse, f"select distinct namespace_company_id from raw.{table}")}
+        assert namespaces == {good}, table
+    assert query(
+        warehouse, "select namespace_company_id, status, rows_loaded from raw.sync_runs order by 2"
+    ) == [(broken, "failed", 0), (good, "success", next(o.rows for o in result.namespaces if o.status == "success"))]
+    # nothing staged or pending that a later run could pick up
+    staging = pipelines_dir_of(warehouse) / "staging"
+    assert not any(staging.rglob("*")) if staging.exists() else True
+    assert not pipeline_for(warehouse).has_pending_data
+
+
+def test_a_failed_namespace_keeps_its_previous_data_and_history(
+    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sync(sandbox, warehouse)
+    before = current_counts(warehouse)
+    versions = query(warehouse, "select namespace_company_id, count(*), count(_dlt_valid_to) from raw.documents group by 1 order by 1")
+    good, broken = sandbox.world.namespaces[:2]
+    sandbox.world.remove_connection(broken, next(c for c, _ in sandbox.world.readable_pairs(broken) if c != broken))
+    _fail_documents_after(monkeypatch, broken, 20)
+
+    result = sync(sandbox, warehouse, source_options={"batch_size": 5})
+
+    assert [o.namespace_company_id for o in result.failed] == [broken]
+    after = current_counts(warehouse)
+    for table, counts in before.items():
+        assert after[table][broken] == counts[broken], table  # the removal did not retire anything
+    assert query(warehouse, "select namespace_company_id, count(*), count(_dlt_valid_to) from raw.documents group by 1 order by 1") == versions
+
+
+def test_rows_are_staged_in_batches(tmp_path: Path) -> None:
+    stage = NamespaceStage.create(tmp_path, "ns/1", batch_size=5)
+    synced_at = datetime.now(timezone.utc)
+    held: list[int] = []
+    for i in range(23):
+        stage.append(
+            "questionnaire_templates",
+            {"namespace_company_id": "ns/1", "company_type_id": str(i), "forms_json": "[]", "synced_at": synced_at},
+        )
+        held.append(len(stage._writers["questionnaire_templates"].buffer))
+    assert max(held) < 5  # a full buffer goes to the file at once
+    tables = stage.close()
+    staged = tables["questionnaire_templates"]
+    assert staged.rows == 23 and staged.path is not None
+    assert pq.ParquetFile(staged.path).num_row_groups == 5  # 4 full batches and the rest
+    assert sum(t.num_rows for t in read_batches(staged)) == 23
+    # a table without rows still yields one empty table (its merge must run)
+    assert [t.num_rows for t in read_batches(tables["documents"])] == [0]
+    stage.discard()
+    assert not stage.folder.exists()
+
+
+def test_request_slots_go_to_the_first_namespace_first() -> None:
+    from pipelines.company_connections.extract import PriorityGate
+
+    async def scenario() -> list[int]:
+        gate = PriorityGate(1)
+        served: list[int] = []
+        await gate.acquire(0)  # the only slot is taken
+
+        async def request(priority: int) -> None:
+            await gate.acquire(priority)
+            served.append(priority)
+            await asyncio.sleep(0)
+            gate.release()
+
+        waiting = [asyncio.create_task(request(p)) for p in (2, 1, 2, 0, 1)]
+        await asyncio.sleep(0)
+        gate.release()
+        await asyncio.gather(*waiting)
+        return served
+
+    assert asyncio.run(scenario()) == [0, 1, 1, 2, 2]
+
+
+def test_settings_resolve_once_from_config_and_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipelines.company_connections.config import DEFAULT_BATCH_SIZE, resolve_settings
+
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__BASE_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__MAX_CONCURRENCY", "7")
+    settings = resolve_settings(request_timeout=3, token_store_path=None)
+    assert (settings.base_url, settings.max_concurrency, settings.request_timeout) == ("http://127.0.0.1:1", 7, 3)
+    assert settings.batch_size == DEFAULT_BATCH_SIZE
+    assert not settings.token_store_path  # explicitly none: renewed tokens are not saved
+    with pytest.raises(TypeError, match="max_concurency"):
+        resolve_settings(max_concurency=3)
