@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,10 @@ from diligence.sync import SyncResult
 from tests.helpers import query, sync
 
 pytestmark = pytest.mark.slow
+
+#: One sandbox day for the whole module: its document dates are relative to `today`, so a
+#: run that crosses midnight would otherwise compare two different worlds.
+TODAY = datetime.now(timezone.utc).date()
 
 STATE_SQL = {
     "user_roles": "select namespace_company_id, internal_company_type_ids::varchar from raw.user_roles",
@@ -45,7 +50,7 @@ def state(warehouse: Path) -> dict[str, list[tuple[Any, ...]]]:
 @pytest.fixture(scope="module")
 def clean_state(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[Any, ...]]]:
     warehouse = tmp_path_factory.mktemp("clean") / "warehouse.duckdb"
-    with SandboxServer(scale="small") as server:
+    with SandboxServer(scale="small", today=TODAY) as server:
         result = sync(server, warehouse)
     assert not result.failed
     return state(warehouse)
@@ -74,7 +79,7 @@ def test_fault_row_ends_like_a_clean_run(
     row: str, warehouse: Path, clean_state: dict[str, list[tuple[Any, ...]]]
 ) -> None:
     faults, options = CLEAN_ROWS[row]
-    with SandboxServer(scale="small") as server:
+    with SandboxServer(scale="small", today=TODAY) as server:
         server.faults.update(faults)
         result = sync(server, warehouse, source_options={"max_attempts": 8, **options})
         injected = _stats(server)
@@ -95,7 +100,7 @@ def test_token_invalidated_mid_run_by_another_process(
     warehouse: Path, clean_state: dict[str, list[tuple[Any, ...]]]
 ) -> None:
     """Another process renews the token (which invalidates ours) while we sync."""
-    with SandboxServer(scale="small") as server:
+    with SandboxServer(scale="small", today=TODAY) as server:
         server.faults.latency_ms = 20
 
         def renew_elsewhere() -> None:
@@ -114,7 +119,7 @@ def test_token_invalidated_mid_run_by_another_process(
 
 
 def test_schema_drift_loads_everything(warehouse: Path) -> None:
-    with SandboxServer(scale="small", drift=True) as server:
+    with SandboxServer(scale="small", today=TODAY, drift=True) as server:
         result = sync(server, warehouse)
         truth = server.world.truth()
     assert not result.failed
@@ -138,7 +143,7 @@ def _rows_of(snapshot: dict[str, list[tuple[Any, ...]]], ns: str) -> dict[str, l
 
 
 def test_403_and_404_on_child_requests_end_only_those_items(warehouse: Path) -> None:
-    with SandboxServer(scale="small") as server:
+    with SandboxServer(scale="small", today=TODAY) as server:
         before = _first_sync(server, warehouse)
         ns = server.world.namespaces[0]
         pairs = [(c, t) for c, t in server.world.readable_pairs(ns) if c != ns]
@@ -170,7 +175,7 @@ def test_403_and_404_on_child_requests_end_only_those_items(warehouse: Path) -> 
 
 
 def test_empty_namespace_retires_its_rows(warehouse: Path) -> None:
-    with SandboxServer(scale="small") as server:
+    with SandboxServer(scale="small", today=TODAY) as server:
         before = _first_sync(server, warehouse)
         emptied, other = server.world.namespaces
         server.world.empty_namespace(emptied)
@@ -190,7 +195,7 @@ def test_empty_namespace_retires_its_rows(warehouse: Path) -> None:
 def _refused(
     warehouse: Path, change: Callable[[SandboxServer, str], None], words: str
 ) -> tuple[SyncResult, dict[str, list[tuple[Any, ...]]], dict[str, list[tuple[Any, ...]]], str]:
-    with SandboxServer(scale="small") as server:
+    with SandboxServer(scale="small", today=TODAY) as server:
         before = _first_sync(server, warehouse)
         failing = server.world.namespaces[0]
         change(server, failing)
