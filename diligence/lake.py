@@ -146,8 +146,9 @@ def parse_location(
         return WarehouseLocation(path=Path(text).expanduser())
     stripped = location.strip()
     if not stripped.lower().startswith(LAKE_PREFIX):
+        scheme = ":".join(stripped.split(":", 2)[:2])
         raise WarehouseLocationError(
-            f"unsupported warehouse URI {redact(stripped)!r}: "
+            f"unsupported warehouse URI {scheme}:...: "
             f"expected {LAKE_PREFIX}<conninfo>, e.g. {LAKE_PREFIX}dbname=lake host=db user=loader"
         )
     conninfo = stripped[len(LAKE_PREFIX) :].strip()
@@ -377,12 +378,12 @@ def _load_extensions(con: duckdb.DuckDBPyConnection) -> None:
 def _parse_conninfo(conninfo: str) -> dict[str, str]:
     """libpq's ``key=value`` conninfo (values may be single-quoted, with backslash
     escapes) as a dict; a malformed one raises :class:`WarehouseLocationError`."""
-    shown = redact(conninfo)
+    # A malformed conninfo may hold a password where a key should be: never echo its text.
     if not conninfo:
         raise WarehouseLocationError(f"the DuckLake URI has no conninfo after {LAKE_PREFIX!r}")
     if "://" in conninfo:
         raise WarehouseLocationError(
-            f"the DuckLake catalog must be a libpq conninfo (key=value ...), not a URL: {shown}"
+            "the DuckLake catalog must be a libpq conninfo (key=value ...), not a URL"
         )
     pairs: dict[str, str] = {}
     position, length = 0, len(conninfo)
@@ -393,14 +394,16 @@ def _parse_conninfo(conninfo: str) -> dict[str, str]:
             break
         match = _KEYWORD.match(conninfo, position)
         if not match:
-            raise WarehouseLocationError(f"malformed DuckLake conninfo {shown!r}: expected key=value")
+            raise WarehouseLocationError(
+                f"malformed DuckLake conninfo: expected key=value at character {position + 1}"
+            )
         key = match.group(0).lower()
         position = match.end()
         while position < length and conninfo[position].isspace():
             position += 1
         if position >= length or conninfo[position] != "=":
             raise WarehouseLocationError(
-                f"malformed DuckLake conninfo {shown!r}: {key!r} has no '=value'"
+                f"malformed DuckLake conninfo: a key has no '=value' at character {position + 1}"
             )
         position += 1
         while position < length and conninfo[position].isspace():
@@ -423,7 +426,7 @@ def _parse_conninfo(conninfo: str) -> dict[str, str]:
                 position += 1
             if not closed:
                 raise WarehouseLocationError(
-                    f"malformed DuckLake conninfo {shown!r}: unterminated quote in {key!r}"
+                    f"malformed DuckLake conninfo: unterminated quote in the value of {key!r}"
                 )
         else:
             while position < length and not conninfo[position].isspace():
@@ -435,10 +438,10 @@ def _parse_conninfo(conninfo: str) -> dict[str, str]:
                 value.append(char)
                 position += 1
         if key in pairs:
-            raise WarehouseLocationError(f"malformed DuckLake conninfo {shown!r}: {key!r} twice")
+            raise WarehouseLocationError(f"malformed DuckLake conninfo: {key!r} given twice")
         pairs[key] = "".join(value)
     if "port" in pairs and not pairs["port"].isdigit():
-        raise WarehouseLocationError(f"malformed DuckLake conninfo {shown!r}: port must be a number")
+        raise WarehouseLocationError("malformed DuckLake conninfo: port must be a number")
     return pairs
 
 

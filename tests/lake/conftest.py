@@ -37,7 +37,7 @@ def postgres() -> Iterator[PostgresCluster]:
 
 
 @pytest.fixture
-def lake(postgres: PostgresCluster, tmp_path: Path) -> WarehouseLocation:
+def lake_location(postgres: PostgresCluster, tmp_path: Path) -> WarehouseLocation:
     """A new, empty lake: its own catalog database and data path."""
     dbname = f"lake_{next(_databases)}"
     return parse_location(
