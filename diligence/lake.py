@@ -28,8 +28,10 @@ the same lake.
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +42,7 @@ import duckdb
 
 if TYPE_CHECKING:
     from dlt.common.destination import Destination
+    from dlt.common.pipeline import SupportsPipeline
 
 LAKE_PREFIX = "ducklake:postgres:"
 DEFAULT_ALIAS = "lake"
@@ -55,6 +58,7 @@ _REMOTE_DATA_PATH = re.compile(r"^(s3|s3a|gcs|gs|az|azure|abfss|r2|hf)://[^/\s]+
 _KEYWORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET_KEYS = ("password", "sslpassword")
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
+_CONFLICT_MARKERS = ("Transaction conflict", "Failed to commit DuckLake transaction")
 _installed: set[str] = set()
 _install_lock = threading.Lock()
 
@@ -234,6 +238,23 @@ def connect(
     return con
 
 
+def initialise(location: WarehouseLocation, schemas: tuple[str, ...] = (RAW_DATASET,)) -> None:
+    """Create the lake's catalog (on first use) and `schemas`, as one process, before
+    concurrent writers start: two writers initialising an empty catalog at once collide
+    in PostgreSQL. Idempotent. A DuckDB file needs nothing."""
+    if not location.is_lake:
+        return
+    check_location(location)
+    for schema in schemas:
+        _require_identifier(schema)
+    con = connect(location)
+    try:
+        for schema in schemas:
+            con.execute(f"create schema if not exists {schema}")
+    finally:
+        con.close()
+
+
 def namespace_slug(namespace: str) -> str:
     """A short identifier unique to `namespace`: its safe characters plus a digest, so two
     namespaces differing only in punctuation still get different names."""
@@ -292,6 +313,49 @@ def lake_pipeline_parts(
         staging_dataset_name_layout=layout,
         destination=destination,
     )
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """True when `exc` (or what caused it) is a transient DuckLake commit conflict between
+    concurrent writers: two runs creating the same table or column, or committing to the
+    same table at once. Retrying the load is safe: dlt re-reads the destination and
+    applies only what is missing."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__name__ == "SchemaUpdateError":
+            return True
+        text = str(current)
+        if any(marker in text for marker in _CONFLICT_MARKERS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def load_retrying(
+    pipeline: SupportsPipeline,
+    data: Any,
+    *,
+    attempts: int = 6,
+    backoff_seconds: float = 0.5,
+) -> Any:
+    """``pipeline.run(data)``; on a transient commit conflict (see
+    :func:`is_commit_conflict`) load the pending package again, up to `attempts` in all,
+    with jittered exponential backoff. Returns dlt's LoadInfo."""
+    try:
+        return pipeline.run(data)
+    except Exception as exc:
+        if attempts <= 1 or not is_commit_conflict(exc):
+            raise
+    for attempt in range(2, attempts + 1):
+        time.sleep(backoff_seconds * 2 ** (attempt - 2) * (0.5 + random.random()))
+        try:
+            return pipeline.load()
+        except Exception as exc:
+            if attempt == attempts or not is_commit_conflict(exc):
+                raise
+    raise AssertionError("unreachable")
 
 
 def catalog_url(location: WarehouseLocation) -> str:
@@ -510,8 +574,11 @@ __all__ = [
     "check_data_path",
     "check_location",
     "connect",
+    "initialise",
+    "is_commit_conflict",
     "is_lake_uri",
     "lake_pipeline_parts",
+    "load_retrying",
     "namespace_slug",
     "parse_location",
     "redact",
