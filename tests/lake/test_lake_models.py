@@ -11,6 +11,7 @@ import duckdb
 
 from diligence import lake
 from diligence.checks import failed_checks, run_checks
+from diligence.export import export_reports
 from diligence.lake import WarehouseLocation
 from diligence.models import ANALYTICS_SCHEMA, build_models
 
@@ -113,3 +114,16 @@ def test_models_and_checks_on_a_lake_equal_a_file_build(
         ).fetchone()[0] > 0
     finally:
         con.close()
+
+
+    # the exports from the lake are the same files, byte for byte
+    con = lake.connect(lake_location, read_only=True)
+    try:
+        lake_files = export_reports(con, tmp_path / "lake-csv", "csv")
+    finally:
+        con.close()
+    file_files = export_reports(file_warehouse, tmp_path / "file-csv", "csv")
+    assert [(f.report, f.rows) for f in lake_files] == [(f.report, f.rows) for f in file_files]
+    assert sum(f.rows for f in lake_files) > 1000
+    for lake_file, file_file in zip(lake_files, file_files, strict=True):
+        assert lake_file.path.read_bytes() == file_file.path.read_bytes(), lake_file.report
