@@ -37,7 +37,7 @@ from diligence.analytics import AnalyticsResult
 from diligence.checks import CheckResult
 from diligence.config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_REPORTS_DIR, DEFAULT_WAREHOUSE
 from diligence.export import ExportedFile, Format
-from diligence.steps import analytics_step, export_step, sync_step
+from diligence.steps import analytics_step, export_step, report_step, sync_step
 from diligence.sync import NamespaceOutcome, synced_namespaces
 from diligence.warehouse import Warehouse
 
@@ -214,9 +214,21 @@ def export_dated_reports(
     return exported
 
 
+@task(name="write-html-report", cache_policy=NO_CACHE)
+def write_dated_report(warehouse: str, reports_dir: str, day: date | None = None) -> Path:
+    """Write the HTML report into `<reports_dir>/<YYYY-MM-DD>/report.html` (default: today)."""
+    out = Path(reports_dir) / (day or date.today()).isoformat() / "report.html"
+    written = report_step(Warehouse(Path(warehouse)), out)
+    get_run_logger().info("wrote the HTML report %s", written.path)
+    return written.path
+
+
 @task(name="publish-summary", cache_policy=NO_CACHE)
 def publish_run_summary(
-    outcomes: list[NamespaceOutcome], analytics: AnalyticsResult, exported: list[ExportedFile]
+    outcomes: list[NamespaceOutcome],
+    analytics: AnalyticsResult,
+    exported: list[ExportedFile],
+    report: Path | None = None,
 ) -> UUID:
     """Markdown artifact: per namespace requests, rows, sync issues, duration, status."""
     markdown = summary_markdown(
@@ -225,6 +237,7 @@ def publish_run_summary(
         checks=analytics.checks,
         exported=exported,
         published=analytics.published,
+        report=report,
     )
     return create_markdown_artifact(
         markdown=mask(markdown),
@@ -356,7 +369,8 @@ def company_connections_sync(
     outcomes = sync_with_retries(plan, warehouse, base_url)
     analytics = rebuild_analytics_schema(warehouse, expiring_within_days)
     exported = export_dated_reports(warehouse, reports_dir, export_formats)
-    publish_run_summary(outcomes, analytics, exported)
+    report = write_dated_report(warehouse, reports_dir)
+    publish_run_summary(outcomes, analytics, exported, report)
     publish_document_expiry(warehouse, expiring_within_days)
     raise_for_failures(outcomes, analytics.checks)
     return RunSummary(

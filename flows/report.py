@@ -55,6 +55,7 @@ def summary_markdown(
     checks: Sequence[CheckResult],
     exported: Sequence[ExportedFile],
     published: Path | None = None,
+    report: Path | None = None,
 ) -> str:
     """The run summary: per namespace requests, rows, sync issues, duration and status;
     then the analytics row counts, the data checks, the analysts' copy and the reports."""
@@ -111,6 +112,9 @@ def summary_markdown(
         lines += ["", *(f"- `{f.path.name}` ({_plural(f.rows, 'row')})" for f in exported)]
     else:
         lines.append("none written")
+    if report is not None:
+        uri = report.resolve().as_uri()
+        lines += ["", f"HTML report (opens without network): [{report.name}]({uri}) `{report}`"]
     return "\n".join(lines) + "\n"
 
 

@@ -65,8 +65,10 @@ def test_flow_syncs_builds_exports_and_publishes(
 
     folder = Path(paths["reports_dir"]) / date.today().isoformat()
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        f"{report}.{ext}" for report in REPORTS for ext in ("csv", "parquet")
+        [f"{report}.{ext}" for report in REPORTS for ext in ("csv", "parquet")] + ["report.html"]
     )
+    html = (folder / "report.html").read_text()
+    assert 'data-total="expired"' in html  # the report of this run's warehouse
 
     flow_run_id = state.state_details.flow_run_id
     artifacts = {a.key: a for a in runs.artifacts(flow_run_id)}
@@ -77,6 +79,7 @@ def test_flow_syncs_builds_exports_and_publishes(
         assert namespace in summary.data
     assert f"{len(namespaces)} of {len(namespaces)} namespaces loaded" in summary.data
     assert f"Analysts' copy: `{published}`" in summary.data
+    assert f"HTML report (opens without network): [report.html]({(folder / 'report.html').resolve().as_uri()})" in summary.data
 
     table = artifacts[DOCUMENTS_ARTIFACT_KEY]
     assert table.type == "table"
