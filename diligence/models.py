@@ -164,7 +164,7 @@ def mart_description(model: Model, manifest: Manifest) -> Description:
 
 
 def build_models(
-    warehouse: Path | duckdb.DuckDBPyConnection,
+    warehouse: Path,
     *,
     expiring_within_days: int = 30,
     as_of: datetime | None = None,
@@ -173,8 +173,7 @@ def build_models(
 
     `as_of` is "now" for document expiry; a naive datetime is read as UTC, and the
     default is the current time. Raises `ModelError` naming the failing model; the
-    previous build then stays in place. `warehouse` is a DuckDB file, or an open
-    connection (e.g. to a lake, see `diligence.lake.connect`) that the caller closes.
+    previous build then stays in place.
     """
     if isinstance(expiring_within_days, bool) or not isinstance(expiring_within_days, int):
         raise TypeError("expiring_within_days must be an int")
@@ -184,8 +183,7 @@ def build_models(
     manifest = load_manifest()
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    owned = not isinstance(warehouse, duckdb.DuckDBPyConnection)
-    con = duckdb.connect(str(warehouse)) if owned else warehouse
+    con = duckdb.connect(str(warehouse))
     try:
         con.execute("set variable as_of = cast(? as timestamp)", [as_of_utc])
         con.execute(
@@ -221,8 +219,7 @@ def build_models(
             _rollback(con)
             raise
     finally:
-        if owned:
-            con.close()
+        con.close()
     return ModelsResult(
         as_of=as_of_utc,
         expiring_within_days=expiring_within_days,

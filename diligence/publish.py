@@ -69,8 +69,7 @@ def publish_analytics(warehouse: Path) -> Path:
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
     con = duckdb.connect()
     try:
-        # DuckDB 1.5 takes no bound parameter in ATTACH: a quoted literal instead
-        con.execute(f"attach {_sql_string(str(warehouse))} as source (read_only)")
+        con.execute("attach ? as source (read_only)", [str(warehouse)])
         tables = [
             row[0]
             for row in con.execute(
@@ -78,7 +77,7 @@ def publish_analytics(warehouse: Path) -> Path:
                 "and table_schema = 'analytics' and table_type = 'BASE TABLE' order by 1"
             ).fetchall()
         ]
-        con.execute(f"attach {_sql_string(str(temporary))} as published")
+        con.execute("attach ? as published", [str(temporary)])
         con.execute("create schema published.analytics")
         for table in tables:
             con.execute(
@@ -94,7 +93,3 @@ def publish_analytics(warehouse: Path) -> Path:
         con.close()
     os.replace(temporary, target)
     return target
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
