@@ -24,6 +24,7 @@ from pathlib import Path
 
 import duckdb
 
+from .models import copy_comments
 from .warehouse import WarehouseBusyError
 
 _LOCK_HOLDER = re.compile(r"PID (\d+)")
@@ -84,6 +85,7 @@ def publish_analytics(warehouse: Path) -> Path:
                 f'create table published.analytics."{table}" as '
                 f'select * from source.analytics."{table}"'
             )
+        copy_comments(con, "source", "published")  # analysts see the descriptions too
         con.execute("detach published")
         con.execute("detach source")
     except BaseException:

@@ -364,6 +364,17 @@ def test_published_copy_carries_freshness(warehouse: Path, tmp_path: Path) -> No
     )
     assert [tuple(r.values()) for r in freshness] == [("ns", "failed", S4), ("ns2", "success", S5)]
     assert rows(published, "select count(*) as n from analytics.sync_runs") == [{"n": 10}]
+    # the descriptions of tables and columns come along
+    described = rows(
+        published,
+        "select count(*) as n from duckdb_columns() "
+        "where schema_name = 'analytics' and table_name = 'freshness' and comment is null",
+    )
+    assert described == [{"n": 0}]
+    assert rows(
+        published,
+        "select comment is not null as ok from duckdb_tables() where table_name = 'freshness'",
+    ) == [{"ok": True}]
 
 
 def test_end_reasons_on_the_older_raw_shape(tmp_path: Path) -> None:
