@@ -25,6 +25,8 @@ from typing import Any
 
 import duckdb
 
+from .warehouse import table_names
+
 #: Tables the report cannot do without.
 REQUIRED_TABLES = (
     "analytics.connections",
@@ -85,15 +87,6 @@ def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
     return None if row is None else row[0]
 
 
-def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    return {
-        f"{schema}.{name}"
-        for schema, name in con.execute(
-            "select table_schema, table_name from information_schema.tables"
-        ).fetchall()
-    }
-
-
 def open_warehouse(warehouse: Path) -> duckdb.DuckDBPyConnection:
     """A read-only session on `warehouse`, or :class:`ReportError` saying what is missing."""
     if not warehouse.exists():
@@ -102,7 +95,7 @@ def open_warehouse(warehouse: Path) -> duckdb.DuckDBPyConnection:
         con = duckdb.connect(str(warehouse), read_only=True)
     except duckdb.Error as exc:
         raise ReportError(f"cannot open {warehouse}: {str(exc).splitlines()[0]}") from None
-    tables = _tables(con)
+    tables = table_names(con)
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     if missing:
         con.close()
@@ -370,7 +363,7 @@ def collect(warehouse: Path, *, now: datetime | None = None) -> ReportData:
     now = now or datetime.now(timezone.utc)
     con = open_warehouse(warehouse)
     try:
-        tables = _tables(con)
+        tables = table_names(con)
         if "raw.sync_runs" in tables:
             _sync_runs(con)
         _names(con)

@@ -9,6 +9,8 @@ import duckdb
 from rich.console import Console
 from rich.table import Table
 
+from .warehouse import table_names
+
 RAW_COUNTS = {
     "companies (current)": "select count(*) from raw.companies where _dlt_valid_to is null",
     "connections (current)": "select count(*) from raw.connections where _dlt_valid_to is null",
@@ -19,15 +21,6 @@ RAW_COUNTS = {
     "documents (all versions)": "select count(*) from raw.documents",
     "document_files": "select count(*) from raw.document_files",
 }
-
-
-def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    return {
-        f"{schema}.{name}"
-        for schema, name in con.execute(
-            "select table_schema, table_name from information_schema.tables"
-        ).fetchall()
-    }
 
 
 def _age(then: datetime | None) -> str:
@@ -44,7 +37,7 @@ def render_status(warehouse: Path, console: Console) -> None:
     """Print last syncs, freshness per namespace, row counts and open sync issues."""
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
-        tables = _tables(con)
+        tables = table_names(con)
         if "raw.sync_runs" not in tables:
             console.print(f"{warehouse}: no sync has run yet")
             return

@@ -38,6 +38,7 @@ __all__ = [
     "Warehouse",
     "WarehouseBusyError",
     "pipeline_for",
+    "table_names",
     "writer_lock",
 ]
 
@@ -250,3 +251,13 @@ class Warehouse:
         finally:
             con.close()
         return [row[0] for row in rows]
+
+
+def table_names(con: Any) -> set[str]:
+    """Every table and view of an open DuckDB connection, as ``schema.name``."""
+    return {
+        f"{schema}.{name}"
+        for schema, name in con.execute(
+            "select table_schema, table_name from information_schema.tables"
+        ).fetchall()
+    }
