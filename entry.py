@@ -43,10 +43,18 @@ def schedule(
     the Prefect API in PREFECT_API_URL and runs each scheduled run here, one at a time,
     until stopped with Ctrl+C.
     """
+    from diligence.cli import EXIT_USAGE, CommandError
     from diligence.config import schedule_settings
-    from flows.serve import serve_schedule
+    from diligence.schedule_check import ScheduleError, validate_schedule
 
     cron, timezone = schedule_settings(cron, timezone)
+    try:
+        validate_schedule(cron, timezone)
+    except ScheduleError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+
+    from flows.serve import serve_schedule
+
     err.print(f"serving company-connections-sync on '{cron}' ({timezone}); Ctrl+C stops", highlight=False)
     serve_schedule(
         cron,

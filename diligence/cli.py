@@ -8,6 +8,12 @@ nothing in ``diligence/`` imports ``flows/``. Module-level imports stay light
 
 Errors are one or a few clear lines on stderr and a non-zero exit code; pass
 ``--debug`` (before the command) for a traceback. Secrets never reach the output.
+Off a terminal nothing is wrapped or truncated (:mod:`diligence.consoles`).
+``--quiet`` prints errors and one final line; ``--verbose`` logs our debug lines.
+
+The logic of each convenience lives in its own module (``check``, ``select``,
+``summary``, ``status``, ``attempts``, ``hints``, ``schedule_check``); the commands
+here only parse, call and print.
 """
 
 from __future__ import annotations
@@ -15,13 +21,14 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 
+from .consoles import make_console
 from .warehouse import DEFAULT_WAREHOUSE
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,9 +44,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-out = Console()
-err = Console(stderr=True)
-_state = {"debug": False}
+out = make_console()
+err = make_console(stderr=True)
+_state: dict[str, Any] = {"debug": False, "verbosity": 0, "secrets": ()}
 
 WarehouseOption = Annotated[
     Path,
@@ -76,6 +83,30 @@ def _known_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def _quiet() -> bool:
+    return bool(_state["verbosity"] < 0)
+
+
+def _say(message: str) -> None:
+    """A progress line on stdout, left out with --quiet."""
+    if not _quiet():
+        out.print(message, highlight=False)
+
+
+def _password_from_stdin(options: dict[str, Any]) -> None:
+    """Read the password from stdin into `options`; mask it in every log line from now."""
+    from .credentials_input import read_password_stdin
+    from .logs import configure_logging
+
+    try:
+        password = read_password_stdin()
+    except ValueError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+    options["password"] = password
+    _state["secrets"] = (*_state["secrets"], password)
+    configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
+
+
 def _secrets() -> tuple[str, ...]:
     """Configured secret values, so that logs can mask them wherever they appear."""
     from pipelines.company_connections.credentials import configured_secret
@@ -91,14 +122,20 @@ def handle_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from .logs import configure_logging, mask_secrets
 
-        secrets = _secrets()
-        configure_logging(debug=_state["debug"], secrets=secrets)
+        _state["secrets"] = _secrets()
+        configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
+
+        def error_line(text: str) -> None:
+            # one line whatever its length; [..] in it is text, not markup
+            line = " ".join(mask_secrets(text, _state["secrets"]).split())
+            err.print(f"[red]error:[/red] {escape(line)}", highlight=False)
+
         try:
             return func(*args, **kwargs)
         except typer.Exit:
             raise
         except CommandError as exc:
-            err.print(f"[red]error:[/red] {mask_secrets(str(exc), secrets)}", highlight=False)
+            error_line(str(exc))
             raise typer.Exit(exc.code) from None
         except KeyboardInterrupt:
             err.print("interrupted")
@@ -106,11 +143,14 @@ def handle_errors(func: F) -> F:
         except Exception as exc:
             if _state["debug"]:
                 raise
-            known = isinstance(exc, _known_errors())
-            text = str(exc) if known else f"{type(exc).__name__}: {exc}"
-            err.print(f"[red]error:[/red] {mask_secrets(text, secrets)}", highlight=False, markup=True)
+            from .hints import hint_for
+
+            hint = hint_for(exc)
+            known = hint is not None or isinstance(exc, _known_errors())
+            text = hint or (str(exc) if known else f"{type(exc).__name__}: {exc}")
+            error_line(text)
             if not known:
-                err.print("run with --debug for the traceback", style="dim")
+                err.print("run with --debug for the traceback", style="dim", highlight=False)
             raise typer.Exit(EXIT_FAILED) from None
 
     return wrapper  # type: ignore[return-value]
@@ -130,11 +170,19 @@ def main(
     show_version: Annotated[bool, typer.Option(
         "--version", help="Print the version and exit.", callback=_print_version,
         is_eager=True)] = False,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="Print only errors and one final line.")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Log each namespace's progress and our debug lines (never secrets).")] = False,
 ) -> None:
     """diligence-warehouse: sync, model, export, schedule."""
     from .memory import bound_process_memory
 
+    if quiet and verbose:
+        err.print("[red]error:[/red] --quiet and --verbose exclude each other", highlight=False)
+        raise typer.Exit(EXIT_USAGE)
     _state["debug"] = debug
+    _state["verbosity"] = -1 if quiet else 1 if verbose else 0
     bound_process_memory()  # before any thread exists
 
 
@@ -142,6 +190,10 @@ def _expiring_default() -> int:
     from .config import expiring_within_days
 
     return expiring_within_days()
+
+
+#: an --as-of this close to now counts as now (clock skew, "now" typed by a script)
+_AS_OF_SLACK = timedelta(minutes=5)
 
 
 def _parse_as_of(value: str | None) -> datetime | None:
@@ -183,21 +235,50 @@ def sync(
     wait: Annotated[
         float, typer.Option(help="Seconds to wait for another sync on the same warehouse.", min=0)
     ] = 0.0,
+    select: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--select",
+            help="Load only these resources, e.g. documents,questionnaires; the others are left "
+            "as they are (nothing of them retired). After a first full sync.",
+        ),
+    ] = None,
+    json_summary: Annotated[
+        Path | None,
+        typer.Option("--json-summary", help="Write a JSON run report (requests, retries, 429s, rows, "
+                     "issues, durations per namespace) to this file."),
+    ] = None,
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from standard input.")
+    ] = False,
 ) -> None:
     """Sync every namespace into the raw dataset, then build the models.
 
     Exits 0 when every namespace was read completely (denied or missing items are
     recorded in sync_issues), non-zero on bad credentials, an unreachable service,
     or a namespace that could not be read completely (it is named, and its previous
-    data is kept).
+    data is kept). A sync that loaded nothing builds and publishes nothing.
     """
     from .progress import SyncProgress
+    from .select import SelectError, parse_select
     from .steps import run_pipeline
 
+    try:
+        resources = parse_select(select)
+    except SelectError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
+    if resources is not None and not _has_synced(warehouse):
+        raise CommandError(
+            f"--select needs a warehouse filled by a full sync first; run `diligence sync "
+            f"--warehouse {warehouse}` without --select once", EXIT_USAGE
+        )
     options: dict[str, Any] = {}
     if max_concurrency is not None:
         options["max_concurrency"] = max_concurrency
-    with SyncProgress(console=err) as progress:
+    if password_stdin:
+        _password_from_stdin(options)
+    interval = 1.0 if _state["verbosity"] > 0 else 5.0
+    with SyncProgress(console=err, interval=interval, enabled=not _quiet()) as progress:
         result = run_pipeline(
             warehouse,
             base_url=base_url,
@@ -209,12 +290,21 @@ def sync(
             models=not no_models,
             expiring_within_days=_expiring_default() if not no_models else None,
             wait_seconds=wait,
+            resources=resources,
         )
-    if result.downloads is not None:
-        _print_downloads(result.downloads, download_documents)
-    if result.analytics is not None:
-        _print_analytics(result.analytics)
     assert result.sync is not None
+    _print_waited(result.waited_seconds, warehouse)
+    if json_summary is not None:
+        from .summary import run_summary, write_summary
+
+        write_summary(run_summary(result), json_summary)
+    if result.nothing_loaded:
+        _nothing_loaded(result.sync)
+        return
+    if result.downloads is not None and not _quiet():
+        _print_downloads(result.downloads, download_documents)
+    if result.analytics is not None and not _quiet():
+        _print_analytics(result.analytics)
     if result.downloads is not None and result.downloads.failed:
         raise CommandError(f"{result.downloads.failed} document downloads failed (see the log above)")
     if result.analytics is not None and result.analytics.failed_checks:
@@ -223,9 +313,44 @@ def sync(
     if result.sync.failed:
         names = ", ".join(f"{o.namespace_company_id} ({o.error})" for o in result.sync.failed)
         raise CommandError(f"not loaded, previous data kept: {names}")
+    if _quiet():
+        out.print(_final_line(result), highlight=False)
+
+
+def _has_synced(warehouse: Path) -> bool:
+    from .warehouse import Warehouse
+
+    return bool(Warehouse(warehouse).synced_namespaces())
+
+
+def _nothing_loaded(sync: Any) -> None:
+    """One line for a sync that loaded no namespace: nothing was built or published."""
+    if not sync.namespaces:
+        out.print("nothing to sync: no namespace; nothing built or published", highlight=False)
+        return
+    names = ", ".join(f"{o.namespace_company_id} ({o.error})" for o in sync.failed)
+    raise CommandError(f"nothing loaded, nothing built or published, previous data kept: {names}")
+
+
+def _final_line(result: Any) -> str:
+    sync = result.sync
+    line = (
+        f"synced {len(sync.namespaces) - len(sync.failed)}/{len(sync.namespaces)} namespaces "
+        f"into {sync.warehouse} in {sync.seconds:.1f}s"
+    )
+    if result.analytics is not None:
+        line += f"; models built, analysts' copy: {result.analytics.published}"
+    return line
+
+
+def _print_waited(seconds: float, warehouse: Path) -> None:
+    if seconds and not _quiet():
+        err.print(f"waited {seconds:.1f}s for another writer of {warehouse} to finish", highlight=False)
 
 
 def _print_sync(result: Any) -> None:
+    if _quiet() or not any(o.status == "success" for o in result.namespaces):
+        return  # --quiet: one final line; nothing loaded: one error line
     for outcome in result.namespaces:
         mark = "ok" if outcome.status == "success" else "FAILED"
         out.print(
@@ -233,9 +358,10 @@ def _print_sync(result: Any) -> None:
             f"{outcome.rows} rows, {outcome.issues} sync issues, {outcome.duration_seconds:.1f}s",
             highlight=False,
         )
+    selected = f" (only {', '.join(result.resources)})" if getattr(result, "resources", None) else ""
     out.print(
-        f"synced {len(result.namespaces) - len(result.failed)}/{len(result.namespaces)} namespaces "
-        f"into {result.warehouse} in {result.seconds:.1f}s",
+        f"synced {len(result.namespaces) - len(result.failed)}/{len(result.namespaces)} namespaces"
+        f"{selected} into {result.warehouse} in {result.seconds:.1f}s",
         highlight=False,
     )
 
@@ -265,10 +391,46 @@ def _build_models(warehouse: Path, expiring_within_days: int, as_of: datetime | 
         warehouse, sync=False, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait
     )
     assert result.analytics is not None
-    _print_analytics(result.analytics)
+    _print_waited(result.waited_seconds, warehouse)
+    if _quiet():
+        if not result.analytics.failed_checks:
+            out.print(f"models built; analysts' copy: {result.analytics.published}", highlight=False)
+    else:
+        _print_analytics(result.analytics)
     if result.analytics.failed_checks:
         lines = "; ".join(f"{c.name}: {c.failing_rows} rows" for c in result.analytics.failed_checks)
         raise CommandError(f"data checks failed: {lines}")
+
+
+# -- check -------------------------------------------------------------------------------
+@app.command()
+@handle_errors
+def check(
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="Service URL (default: dlt config base_url).")
+    ] = None,
+    namespace: Annotated[
+        list[str] | None,
+        typer.Option("--namespace", "-n", help="Company ID to check; repeat for several (default: all)."),
+    ] = None,
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from standard input.")
+    ] = False,
+) -> None:
+    """Check settings, credentials, base URL, namespaces and reading rights; load nothing.
+
+    Logs in, reads user-info and each namespace's connections with their reading
+    rights; never opens the warehouse. Exits non-zero with one line naming what to fix.
+    """
+    from .check import report_lines, run_check
+
+    options: dict[str, Any] = {}
+    if password_stdin:
+        _password_from_stdin(options)
+    report = run_check(base_url=base_url, namespaces=namespace, source_options=options)
+    lines = report_lines(report)
+    for line in lines if not _quiet() else lines[-1:]:
+        out.print(line, highlight=False)
 
 
 # -- models / export -------------------------------------------------------------------
@@ -287,13 +449,27 @@ def models(
     wait: Annotated[
         float, typer.Option(help="Seconds to wait for a sync or session holding the warehouse.", min=0)
     ] = 0.0,
+    publish: Annotated[
+        bool,
+        typer.Option("--publish", help="With --as-of in the past: publish that build to the analysts' copy anyway."),
+    ] = False,
 ) -> None:
     """(Re)build the analytics schema from raw, in one transaction, then run the checks
-    and publish the analysts' read-only copy (<warehouse>-analytics.duckdb)."""
+    and publish the analysts' read-only copy (<warehouse>-analytics.duckdb).
+
+    With --as-of in the past the build would replace the analysts' copy with expiry
+    as of then: it is refused unless --publish says so.
+    """
     if not warehouse.exists():
         raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
     days = _expiring_default() if expiring_within_days is None else expiring_within_days
-    _build_models(warehouse, days, _parse_as_of(as_of), wait)
+    when = _parse_as_of(as_of)
+    if when is not None and when < datetime.now(timezone.utc) - _AS_OF_SLACK and not publish:
+        raise CommandError(
+            f"--as-of {as_of} is in the past: the analysts' copy would show expiry as of then; "
+            "pass --publish to build and publish it anyway", EXIT_USAGE
+        )
+    _build_models(warehouse, days, when, wait)
 
 
 @app.command()
@@ -412,13 +588,27 @@ def demo(
 
 @app.command()
 @handle_errors
-def status(warehouse: WarehouseOption = DEFAULT_WAREHOUSE) -> None:
-    """Last syncs with their outcome, row counts per table, open sync issues, freshness."""
-    from .status import render_status
+def status(
+    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the status as one JSON object (keys in the README).")
+    ] = False,
+) -> None:
+    """Last syncs with their outcome, row counts per table, open sync issues, freshness,
+    failed sync attempts, and whether a sync is running now."""
+    import json
 
-    if not warehouse.exists():
+    from .status import collect_status, render_status
+
+    data = collect_status(warehouse)
+    if data["state"] == "missing" and not data["failed_attempts"]:
+        if as_json:
+            out.print(json.dumps(data), highlight=False, markup=False, soft_wrap=True)
         raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
-    render_status(warehouse, out)
+    if as_json:
+        out.print(json.dumps(data), highlight=False, markup=False, soft_wrap=True)
+    else:
+        render_status(warehouse, out, data)
 
 
 # -- report ------------------------------------------------------------------------------

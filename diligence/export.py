@@ -64,7 +64,8 @@ def export_reports(warehouse: Path, out_dir: Path, fmt: Format) -> list[Exported
         missing = [report for report in REPORTS if not _table_exists(con, report)]
         if missing:
             raise ExportError(
-                f"analytics tables missing: {', '.join(missing)}; build the models first"
+                f"no analytics tables in {warehouse} yet ({', '.join(missing)} missing): "
+                f"run `diligence models --warehouse {warehouse}` first"
             )
         for report, order_by in REPORTS.items():
             path = out_dir / f"{report}.{fmt}"

@@ -34,15 +34,31 @@ class SecretMaskingFilter(logging.Filter):
         return True
 
 
-def configure_logging(*, debug: bool = False, secrets: tuple[str, ...] = ()) -> None:
-    """Log `diligence.*` at INFO (DEBUG with `debug`) and dlt at WARNING, to stderr."""
+#: `verbosity` of :func:`configure_logging`
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+
+
+def configure_logging(
+    *, debug: bool = False, secrets: tuple[str, ...] = (), verbosity: int = NORMAL
+) -> None:
+    """Log to stderr: `diligence.*` (ours, the client's too) at INFO, dlt at WARNING.
+
+    `verbosity` QUIET logs errors only; VERBOSE logs ours at DEBUG (each request and
+    retry of the client, per-namespace progress), dlt still at WARNING; `debug` logs
+    ours at DEBUG and dlt at INFO. Secrets are masked in every record either way.
+    """
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(SecretMaskingFilter(secrets))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(logging.WARNING)
-    logging.getLogger("diligence").setLevel(logging.DEBUG if debug else logging.INFO)
-    logging.getLogger("dlt").setLevel(logging.INFO if debug else logging.WARNING)
+    root.setLevel(logging.ERROR if verbosity == QUIET and not debug else logging.WARNING)
+    ours = logging.INFO
+    if debug or verbosity == VERBOSE:
+        ours = logging.DEBUG
+    elif verbosity == QUIET:
+        ours = logging.ERROR
+    logging.getLogger("diligence").setLevel(ours)
+    logging.getLogger("dlt").setLevel(logging.INFO if debug else logging.WARNING if verbosity != QUIET else logging.ERROR)
     for noisy in ("httpx", "httpcore", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -31,9 +31,11 @@ class SyncProgress:
     it logs a line per namespace at most every `interval` seconds.
     """
 
-    def __init__(self, *, console: Console | None = None, interval: float = 5.0) -> None:
+    def __init__(self, *, console: Console | None = None, interval: float = 5.0, enabled: bool = True) -> None:
         self.console = console or Console(stderr=True)
-        self.live = self.console.is_terminal and sys.stderr.isatty()
+        #: False (--quiet): count only, render nothing
+        self.enabled = enabled
+        self.live = enabled and self.console.is_terminal and sys.stderr.isatty()
         self.interval = interval
         self.counts: dict[str, _Counts] = defaultdict(_Counts)
         self._lock = threading.Lock()
@@ -71,7 +73,7 @@ class SyncProgress:
         self._stopped = True
         if self._progress is not None:
             self._progress.stop()
-        else:
+        elif self.enabled:
             for namespace in list(self.counts):
                 self._log(namespace, force=True)
 
@@ -90,7 +92,7 @@ class SyncProgress:
 
     # -- rendering ---------------------------------------------------------------------
     def _render(self, namespace: str) -> None:
-        if self._stopped:
+        if self._stopped or not self.enabled:
             return
         counts = self.counts[namespace]
         if self._progress is None:

@@ -1,63 +1,140 @@
-"""`diligence status`: what the last syncs did and how fresh the warehouse is."""
+"""`diligence status`: what the last syncs did and how fresh the warehouse is.
+
+:func:`collect_status` reads everything once into a plain dict with stable keys (the
+``--json`` output, documented in the README); :func:`render_status` prints the same as
+tables. The shape::
+
+    {"warehouse": "...", "sync_running": {"pid": 4242} | null, "state": "ready" |
+     "creating" | "busy" | "empty" | "missing",
+     "syncs": [{"sync_id", "started_at", "namespaces_ok", "namespaces_failed",
+                "requests", "rows", "issues"}],                  # newest first, 10
+     "namespaces": [{"namespace_company_id", "last_success_at", "age_seconds",
+                     "last_status", "last_error"}],
+     "row_counts": {"raw.companies": 12, "raw.companies.current": 10, ...,
+                    "analytics.answers": 340, ...},
+     "open_sync_issues": [{"endpoint", "http_status", "count"}],
+     "open_sync_issues_total": 3,
+     "failed_attempts": [{"at", "pid", "error"}]}                # since the last sync
+
+A sync that failed before any namespace (credentials, user-info, unreachable) is not
+in ``raw.sync_runs``; it is read from :mod:`diligence.attempts`. While a sync holds the
+writer lock (:mod:`diligence.lockinfo`) the status says so, and while the first sync
+creates the warehouse it says only that.
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
-import duckdb
 from rich.console import Console
 from rich.table import Table
 
+from .attempts import failed_attempts
+from .lockinfo import lock_holder
 from .warehouse import table_names
 
+__all__ = ["RAW_COUNTS", "collect_status", "render_status"]
+
+#: raw tables counted: key in `row_counts` -> query
 RAW_COUNTS = {
-    "companies (current)": "select count(*) from raw.companies where _dlt_valid_to is null",
-    "connections (current)": "select count(*) from raw.connections where _dlt_valid_to is null",
-    "questionnaire_templates": "select count(*) from raw.questionnaire_templates",
-    "questionnaires (current)": "select count(*) from raw.questionnaires where _dlt_valid_to is null",
-    "questionnaires (all versions)": "select count(*) from raw.questionnaires",
-    "documents (current)": "select count(*) from raw.documents where _dlt_valid_to is null",
-    "documents (all versions)": "select count(*) from raw.documents",
-    "document_files": "select count(*) from raw.document_files",
+    "raw.companies": "select count(*) from raw.companies",
+    "raw.companies.current": "select count(*) from raw.companies where _dlt_valid_to is null",
+    "raw.connections": "select count(*) from raw.connections",
+    "raw.connections.current": "select count(*) from raw.connections where _dlt_valid_to is null",
+    "raw.questionnaire_templates": "select count(*) from raw.questionnaire_templates",
+    "raw.questionnaires": "select count(*) from raw.questionnaires",
+    "raw.questionnaires.current": "select count(*) from raw.questionnaires where _dlt_valid_to is null",
+    "raw.documents": "select count(*) from raw.documents",
+    "raw.documents.current": "select count(*) from raw.documents where _dlt_valid_to is null",
+    "raw.document_files": "select count(*) from raw.document_files",
 }
 
 
-def _age(then: datetime | None) -> str:
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.isoformat()
+
+
+def _age_seconds(then: datetime | None) -> float | None:
     if then is None:
+        return None
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=timezone.utc)
+    return round((datetime.now(timezone.utc) - then).total_seconds(), 1)
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
         return "never"
-    seconds = (datetime.now(timezone.utc) - then).total_seconds()
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
             return f"{seconds / size:.1f}{unit} ago"
     return f"{seconds:.0f}s ago"
 
 
-def render_status(warehouse: Path, console: Console) -> None:
-    """Print last syncs, freshness per namespace, row counts and open sync issues."""
-    con = duckdb.connect(str(warehouse), read_only=True)
+def _empty(warehouse: Path, state: str, holder: int | None) -> dict[str, Any]:
+    return {
+        "warehouse": str(warehouse),
+        "state": state,
+        "sync_running": {"pid": holder} if holder is not None else None,
+        "syncs": [],
+        "namespaces": [],
+        "row_counts": {},
+        "open_sync_issues": [],
+        "open_sync_issues_total": 0,
+        "failed_attempts": [],
+    }
+
+
+def _attempts_since(warehouse: Path, since: datetime | None) -> list[dict[str, Any]]:
+    attempts = failed_attempts(warehouse)
+    if since is not None:
+        since = since if since.tzinfo else since.replace(tzinfo=timezone.utc)
+        attempts = [a for a in attempts if datetime.fromisoformat(a.at) > since]
+    return [asdict(a) for a in attempts[-10:]]
+
+
+def collect_status(warehouse: Path) -> dict[str, Any]:
+    """Everything `status` shows, as plain JSON-able values (see the module docstring)."""
+    import duckdb
+
+    warehouse = Path(warehouse)
+    holder = lock_holder(warehouse)
+    if not warehouse.exists():
+        status = _empty(warehouse, "creating" if holder is not None else "missing", holder)
+        status["failed_attempts"] = _attempts_since(warehouse, None)
+        return status
+    try:
+        con = duckdb.connect(str(warehouse), read_only=True)
+    except duckdb.Error:
+        if holder is None:
+            raise
+        return _empty(warehouse, "busy", holder)
     try:
         tables = table_names(con)
         if "raw.sync_runs" not in tables:
-            console.print(f"{warehouse}: no sync has run yet")
-            return
-        syncs = Table(title="Last syncs")
-        for column in ("sync", "started", "namespaces ok", "failed", "requests", "rows", "issues"):
-            syncs.add_column(column)
-        for row in con.execute(
-            """
-            select sync_id, min(started_at), count(*) filter (where status = 'success'),
-                   count(*) filter (where status <> 'success'), sum(requests), sum(rows_loaded),
-                   sum(issues)
-            from raw.sync_runs group by sync_id order by min(started_at) desc limit 10
-            """
-        ).fetchall():
-            syncs.add_row(*(str(v) if v is not None else "" for v in row))
-        console.print(syncs)
-
-        fresh = Table(title="Freshness per namespace")
-        for column in ("namespace", "last success", "age", "last outcome", "last error"):
-            fresh.add_column(column)
+            status = _empty(warehouse, "creating" if holder is not None else "empty", holder)
+            status["failed_attempts"] = _attempts_since(warehouse, None)
+            return status
+        status = _empty(warehouse, "ready", holder)
+        status["syncs"] = [
+            dict(zip(("sync_id", "started_at", "namespaces_ok", "namespaces_failed", "requests", "rows", "issues"),
+                     (sync_id, _iso(started), ok, failed, requests, rows, issues), strict=True))
+            for sync_id, started, ok, failed, requests, rows, issues in con.execute(
+                """
+                select sync_id, min(started_at), count(*) filter (where status = 'success'),
+                       count(*) filter (where status <> 'success'), sum(requests)::bigint,
+                       sum(rows_loaded)::bigint, sum(issues)::bigint
+                from raw.sync_runs group by sync_id order by min(started_at) desc limit 10
+                """
+            ).fetchall()
+        ]
         for ns, last_ok, last_status, last_error in con.execute(
             """
             select namespace_company_id,
@@ -66,34 +143,100 @@ def render_status(warehouse: Path, console: Console) -> None:
             from raw.sync_runs group by 1 order by 1
             """
         ).fetchall():
-            fresh.add_row(ns, str(last_ok or ""), _age(last_ok), last_status, last_error or "")
-        console.print(fresh)
-
-        counts = Table(title="Rows")
-        counts.add_column("table")
-        counts.add_column("rows", justify="right")
+            status["namespaces"].append(
+                {
+                    "namespace_company_id": ns,
+                    "last_success_at": _iso(last_ok),
+                    "age_seconds": _age_seconds(last_ok),
+                    "last_status": last_status,
+                    "last_error": last_error,
+                }
+            )
+        counts: dict[str, int] = {}
         for name, sql in RAW_COUNTS.items():
-            if f"raw.{name.split(' ')[0]}" in tables:
-                counts.add_row(f"raw.{name}", str(con.execute(sql).fetchall()[0][0]))  # type: ignore[index]
+            if ".".join(name.split(".")[:2]) in tables:
+                counts[name] = int(con.execute(sql).fetchall()[0][0])  # type: ignore[index]
         for table in sorted(t for t in tables if t.startswith("analytics.")):
-            counts.add_row(table, str(con.execute(f"select count(*) from {table}").fetchall()[0][0]))  # type: ignore[index]
-        console.print(counts)
-
+            counts[table] = int(con.execute(f"select count(*) from {table}").fetchall()[0][0])  # type: ignore[index]
+        status["row_counts"] = counts
         if "analytics.sync_issues" in tables:
             issues = con.execute(
-                """
-                select endpoint, http_status, count(*) from analytics.sync_issues
-                group by all order by 3 desc
-                """
+                "select endpoint, http_status, count(*) from analytics.sync_issues "
+                "group by all order by 3 desc, 1, 2"
             ).fetchall()
-            if issues:
-                table = Table(title="Open sync issues (latest sync)")
-                for column in ("endpoint", "status", "count"):
-                    table.add_column(column)
-                for endpoint, http_status, count in issues:
-                    table.add_row(endpoint, str(http_status), str(count))
-                console.print(table)
-            else:
-                console.print("No open sync issues.")
+            status["open_sync_issues"] = [
+                {"endpoint": e, "http_status": s, "count": int(c)} for e, s, c in issues
+            ]
+            status["open_sync_issues_total"] = sum(int(c) for _, _, c in issues)
+        last_sync = con.execute("select max(synced_at) from raw.sync_runs").fetchall()[0][0]  # type: ignore[index]
+        status["failed_attempts"] = _attempts_since(warehouse, last_sync)
+        return status
     finally:
         con.close()
+
+
+def _running_line(status: dict[str, Any]) -> str | None:
+    running = status["sync_running"]
+    if running is None:
+        return None
+    pid = running["pid"] or "unknown"
+    if status["state"] == "creating":
+        return f"a sync (pid {pid}) is creating this warehouse; its status shows once it has loaded"
+    if status["state"] == "busy":
+        return f"a sync (pid {pid}) is writing this warehouse; its status shows once it has finished"
+    return f"a sync (pid {pid}) is running now; below: the syncs before it"
+
+
+def render_status(warehouse: Path, console: Console, status: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Print last syncs, freshness per namespace, row counts, open sync issues and
+    failed attempts (`status`: already collected); returns the collected status."""
+    status = status if status is not None else collect_status(warehouse)
+    running = _running_line(status)
+    if running:
+        console.print(f"{warehouse}: {running}", highlight=False)
+    if status["state"] == "empty" or (status["state"] == "missing" and status["failed_attempts"]):
+        console.print(f"{warehouse}: no sync has completed yet", highlight=False)
+    if status["failed_attempts"]:
+        failed = Table(title="Failed sync attempts (nothing loaded)")
+        for column in ("at", "pid", "error"):
+            failed.add_column(column)
+        for attempt in status["failed_attempts"]:
+            failed.add_row(attempt["at"], str(attempt["pid"]), attempt["error"])
+        console.print(failed)
+    if status["state"] != "ready":
+        return status
+
+    syncs = Table(title="Last syncs")
+    for column in ("sync", "started", "namespaces ok", "failed", "requests", "rows", "issues"):
+        syncs.add_column(column)
+    for sync in status["syncs"]:
+        syncs.add_row(*("" if v is None else str(v) for v in sync.values()))
+    console.print(syncs)
+
+    fresh = Table(title="Freshness per namespace")
+    for column in ("namespace", "last success", "age", "last outcome", "last error"):
+        fresh.add_column(column)
+    for ns in status["namespaces"]:
+        fresh.add_row(
+            ns["namespace_company_id"], ns["last_success_at"] or "", _age(ns["age_seconds"]),
+            ns["last_status"], ns["last_error"] or "",
+        )
+    console.print(fresh)
+
+    counts = Table(title="Rows")
+    counts.add_column("table")
+    counts.add_column("rows", justify="right")
+    for table, rows in status["row_counts"].items():
+        counts.add_row(table, str(rows))
+    console.print(counts)
+
+    if status["open_sync_issues"]:
+        table = Table(title="Open sync issues (latest sync)")
+        for column in ("endpoint", "status", "count"):
+            table.add_column(column)
+        for issue in status["open_sync_issues"]:
+            table.add_row(issue["endpoint"], str(issue["http_status"]), str(issue["count"]))
+        console.print(table)
+    elif "analytics.sync_issues" in status["row_counts"]:
+        console.print("No open sync issues.")
+    return status

@@ -13,6 +13,11 @@ The CLI (`diligence sync`, `diligence demo`) calls :func:`run_pipeline`; the Pre
 flow calls the same steps one by one as tasks (it needs their states and retries).
 One :class:`~diligence.warehouse.Warehouse` owns the file for the whole pipeline: the
 writer lock is taken once and every step reuses it.
+
+A sync that loaded nothing (every namespace failed, or none to sync) builds, exports
+and publishes nothing: the warehouse and the analysts' copy stay as they were, and
+:attr:`PipelineResult.nothing_loaded` says so. A sync that could not run at all is
+recorded for ``diligence status`` (:mod:`diligence.attempts`) before its error goes up.
 """
 
 from __future__ import annotations
@@ -45,6 +50,13 @@ class PipelineResult:
     analytics: AnalyticsResult | None = None
     exported: list[ExportedFile] = field(default_factory=list)
     report: ReportResult | None = None
+    #: seconds spent waiting for another writer of the warehouse (0: none)
+    waited_seconds: float = 0.0
+
+    @property
+    def nothing_loaded(self) -> bool:
+        """True when the sync ran and loaded no namespace (so nothing else ran)."""
+        return self.sync is not None and not any(o.status == "success" for o in self.sync.namespaces)
 
 
 def sync_step(
@@ -56,19 +68,32 @@ def sync_step(
     wait_seconds: float = 0.0,
     source_options: dict[str, Any] | None = None,
     on_namespace: Callable[[NamespaceOutcome], None] | None = None,
+    resources: Sequence[str] | None = None,
 ) -> SyncResult:
-    """Sync the namespaces into `raw` (see :func:`diligence.sync.run_sync`)."""
+    """Sync the namespaces into `raw` (see :func:`diligence.sync.run_sync`).
+
+    A sync that cannot run at all (credentials, user-info, service, settings) is
+    recorded as a failed attempt for ``diligence status``, then raised.
+    """
+    from .attempts import record_failed_attempt
+    from .errors import SyncError
     from .sync import run_sync
 
-    return run_sync(
-        warehouse,
-        base_url=base_url,
-        namespaces=list(namespaces) if namespaces else None,
-        progress=progress,
-        wait_seconds=wait_seconds,
-        source_options=source_options,
-        on_namespace=on_namespace,
-    )
+    try:
+        return run_sync(
+            warehouse,
+            base_url=base_url,
+            namespaces=list(namespaces) if namespaces else None,
+            progress=progress,
+            wait_seconds=wait_seconds,
+            source_options=source_options,
+            on_namespace=on_namespace,
+            resources=tuple(resources) if resources else None,
+        )
+    except SyncError as exc:
+        secrets = tuple(str(v) for k, v in (source_options or {}).items() if k in ("password", "access_token") and v)
+        record_failed_attempt(warehouse.path, str(exc), secrets)
+        raise
 
 
 def analytics_step(
@@ -106,6 +131,19 @@ def report_step(warehouse: Warehouse, out_file: Path) -> ReportResult:
     return write_report(warehouse.path, out_file)
 
 
+#: Taking a free writer lock (and checking that no session holds the file) takes
+#: well under this; more means the step waited for another writer.
+_WAIT_NOTICED = 0.5
+
+
+def _waited(asked: float, wait_seconds: float) -> float:
+    """Seconds spent getting hold of the warehouse, when that was a wait (else 0)."""
+    import time
+
+    waited = time.monotonic() - asked
+    return round(waited, 1) if wait_seconds > 0 and waited >= _WAIT_NOTICED else 0.0
+
+
 def run_pipeline(
     warehouse: Path | Warehouse = DEFAULT_WAREHOUSE,
     *,
@@ -124,17 +162,24 @@ def run_pipeline(
     export_formats: Sequence[str] = (),
     report_to: Path | None = None,
     wait_seconds: float = 0.0,
+    resources: Sequence[str] | None = None,
 ) -> PipelineResult:
     """Run the steps in order, holding the warehouse once for all of them.
 
     `on_synced` is called after the sync step (e.g. to print its outcome before the
     models are built). Namespaces that failed do not stop the later steps: the models
     are rebuilt from what the warehouse holds (their previous data). Downloads and
-    exports only run when `download_to` / `export_to` are given.
+    exports only run when `download_to` / `export_to` are given. When the sync loaded
+    no namespace at all, nothing after it runs (see :attr:`PipelineResult.nothing_loaded`).
+    `resources` limits the sync's load to those data resources.
     """
+    import time
+
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     result = PipelineResult()
+    asked = time.monotonic()
     with owner.writing(wait_seconds=wait_seconds):
+        result.waited_seconds = _waited(asked, wait_seconds)
         if sync:
             result.sync = sync_step(
                 owner,
@@ -144,9 +189,12 @@ def run_pipeline(
                 source_options=source_options,
                 on_namespace=on_namespace,
                 wait_seconds=wait_seconds,
+                resources=resources,
             )
             if on_synced is not None:
                 on_synced(result.sync)
+            if result.nothing_loaded:
+                return result
         if download_to is not None:
             from .documents import download_documents
 

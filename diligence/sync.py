@@ -53,6 +53,8 @@ class NamespaceOutcome:
     load_seconds: float = 0.0
     #: False when retrying cannot help (the namespace is not the user's)
     retryable: bool = True
+    #: raw table -> rows loaded into it (empty when not loaded)
+    rows_per_table: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -66,6 +68,11 @@ class SyncResult:
     #: ``extract``: start to the last namespace read; ``load``: from then to the end
     timings: dict[str, float] = field(default_factory=dict)
     load_info: list[Any] = field(default_factory=list)
+    #: the client's traffic counters (``RequestStats.as_dict()``: requests, retries,
+    #: 429s, overall and ``by_namespace``); empty when no client was made
+    request_stats: dict[str, Any] = field(default_factory=dict)
+    #: the data resources this sync loaded (None: all of them)
+    resources: tuple[str, ...] | None = None
 
     @property
     def failed(self) -> list[NamespaceOutcome]:
@@ -125,8 +132,10 @@ def synced_namespaces(warehouse: Path) -> list[str]:
     return Warehouse(warehouse).synced_namespaces()
 
 
-def _outcome(result: Any, loaded_at: datetime | None, load_seconds: float) -> NamespaceOutcome:
-    from pipelines.company_connections import NamespaceSnapshot
+def _outcome(
+    result: Any, loaded_at: datetime | None, load_seconds: float, resources: tuple[str, ...] | None = None
+) -> NamespaceOutcome:
+    from pipelines.company_connections import NamespaceSnapshot, selected_rows
 
     duration = ((result.finished_at or result.started_at) - result.started_at).total_seconds()
     if isinstance(result, NamespaceSnapshot):
@@ -134,11 +143,16 @@ def _outcome(result: Any, loaded_at: datetime | None, load_seconds: float) -> Na
             namespace_company_id=result.namespace_company_id,
             status="success",
             requests=result.requests,
-            rows=result.row_count,
+            rows=selected_rows(result, resources),
             issues=len(result.issues),
             duration_seconds=duration,
             loaded_at=loaded_at,
             load_seconds=load_seconds,
+            rows_per_table={
+                name: table.rows
+                for name, table in sorted(result.tables.items())
+                if resources is None or name in resources
+            },
         )
     return NamespaceOutcome(
         namespace_company_id=result.namespace_company_id,
@@ -162,8 +176,12 @@ def run_sync(
     wait_seconds: float = 0.0,
     source_options: dict[str, Any] | None = None,
     on_namespace: Callable[[NamespaceOutcome], None] | None = None,
+    resources: tuple[str, ...] | None = None,
 ) -> SyncResult:
     """Sync every namespace (or `namespaces`) into the `raw` dataset of `warehouse`.
+
+    `resources` limits the load to those data resources (e.g. ``("documents",)``);
+    the rows and history of the others are left untouched.
 
     Settings not given here come from dlt config (``.dlt/*.toml`` or env vars), resolved
     once. Each namespace is loaded the moment its fetch is complete, while the others
@@ -196,6 +214,7 @@ def run_sync(
     sync_id = synced_at.strftime("%Y%m%dT%H%M%S%fZ")
     outcomes: list[NamespaceOutcome] = []
     load_info: list[Any] = []
+    stats: dict[str, Any] = {}
     started = time.perf_counter()
     fetched = started
 
@@ -216,6 +235,7 @@ def run_sync(
                 known_namespaces=owner.synced_namespaces(),
                 progress=progress,
                 synced_at=synced_at,
+                on_stats=lambda client_stats: stats.update(client_stats.as_dict()),
             )
             try:
                 for result in stream:
@@ -225,7 +245,7 @@ def run_sync(
                     try:
                         load_info.append(
                             pipeline.run(
-                                company_connections(result, sync_id, synced_at),
+                                company_connections(result, sync_id, synced_at, resources),
                                 loader_file_format="parquet",
                             )
                         )
@@ -238,7 +258,7 @@ def run_sync(
                         if folder is not None:
                             shutil.rmtree(folder, ignore_errors=True)
                     loaded_at = datetime.now(timezone.utc) if result.__class__.__name__ == "NamespaceSnapshot" else None
-                    outcome = _outcome(result, loaded_at, time.perf_counter() - began)
+                    outcome = _outcome(result, loaded_at, time.perf_counter() - began, resources)
                     outcomes.append(outcome)
                     if outcome.status == "success":
                         log.info("namespace %s loaded: %d rows", ns, outcome.rows)
@@ -261,6 +281,8 @@ def run_sync(
         namespaces=outcomes,
         timings={"extract": fetched - started, "load": finished - fetched},
         load_info=load_info,
+        request_stats=stats,
+        resources=resources,
     )
     for outcome in result.failed:
         log.error("namespace %s not loaded: %s", outcome.namespace_company_id, outcome.error)

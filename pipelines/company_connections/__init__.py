@@ -20,6 +20,10 @@ the run's ``synced_at``), and every merge is scoped to the namespace's own rows.
 namespace that failed is given to the source too, but only its run log
 (``sync_runs``, ``sync_issues``) is loaded: nothing of its data is committed, nothing
 of its history retired.
+
+A selective run (``selected=("documents", ...)``) declares only the selected data
+resources: dlt then runs no merge for the others, so their rows and history are left
+exactly as they were (nothing retired), while the selected ones are merged as usual.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -62,6 +66,8 @@ __all__ = [
     "NamespaceSnapshot",
     "ProgressListener",
     "TABLE_COLUMNS",
+    "DATA_RESOURCES",
+    "selected_rows",
     "arrow_schema",
 ]
 
@@ -114,6 +120,8 @@ class _Fetch:
         self.options = options
         self.results: queue.Queue[Any] = queue.Queue()
         self.error: BaseException | None = None
+        #: the client's traffic counters (:class:`~.client.RequestStats`), once it exists
+        self.stats: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
         self._cancelled = threading.Event()
@@ -124,6 +132,7 @@ class _Fetch:
         if self._cancelled.is_set():
             return
         async with self.settings.client() as client:
+            self.stats = client.stats
             await extract_namespaces(client, on_complete=self.results.put, **self.options)
 
     def run(self) -> None:
@@ -154,6 +163,7 @@ def stream_namespaces(
     known_namespaces: Sequence[str] = (),
     progress: ProgressListener | None = None,
     synced_at: datetime | None = None,
+    on_stats: Callable[[Any], None] | None = None,
 ) -> Iterator[NamespaceResult]:
     """Read the namespaces concurrently; yield each one's result as soon as it is complete.
 
@@ -164,7 +174,9 @@ def stream_namespaces(
     `known_namespaces`. Errors that stop the whole run (credentials refused, service
     unreachable) are raised once the namespaces already completed have been yielded.
     If the caller stops early (an exception while loading), the fetch is cancelled
-    and its staged rows are deleted.
+    and its staged rows are deleted. `on_stats` receives the client's traffic counters
+    (:class:`~.client.RequestStats`: requests, retries, 429s, per namespace too) when
+    the stream ends, however it ends.
     """
     staging_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     fetch = _Fetch(
@@ -191,6 +203,8 @@ def stream_namespaces(
         if thread.is_alive():
             fetch.cancel()
             thread.join()
+        if on_stats is not None and fetch.stats is not None:
+            on_stats(fetch.stats)
 
 
 # -- the source of one namespace -------------------------------------------------------------
@@ -262,6 +276,8 @@ _DATA_RESOURCES = {
     "documents": documents,
 }
 assert set(_DATA_RESOURCES) == {*CURRENT_STATE, *HISTORY}
+#: Names of the data resources a run may select (the run log is always loaded).
+DATA_RESOURCES: tuple[str, ...] = tuple(_DATA_RESOURCES)
 
 
 def _issue_row(sync_id: str, namespace: str, issue: SyncIssue, synced_at: datetime) -> dict[str, Any]:
@@ -277,7 +293,17 @@ def _issue_row(sync_id: str, namespace: str, issue: SyncIssue, synced_at: dateti
     }
 
 
-def run_log(result: NamespaceResult, sync_id: str, synced_at: datetime) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def selected_rows(snapshot: NamespaceSnapshot, resources: Collection[str] | None = None) -> int:
+    """Rows of the snapshot's tables that a run selecting `resources` loads."""
+    return sum(t.rows for name, t in snapshot.tables.items() if resources is None or name in resources)
+
+
+def run_log(
+    result: NamespaceResult,
+    sync_id: str,
+    synced_at: datetime,
+    resources: Collection[str] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The rows of `sync_runs` and `sync_issues` that record `result`."""
     ns = result.namespace_company_id
     if isinstance(result, NamespaceSnapshot):
@@ -285,7 +311,7 @@ def run_log(result: NamespaceResult, sync_id: str, synced_at: datetime) -> tuple
         run = {
             "status": "success",
             "finished_at": result.finished_at,
-            "rows_loaded": result.row_count,
+            "rows_loaded": selected_rows(result, resources),
             "issues": len(result.issues),
             "error": None,
         }
@@ -313,7 +339,10 @@ def run_log(result: NamespaceResult, sync_id: str, synced_at: datetime) -> tuple
 
 @dlt.source(name="company_connections", max_table_nesting=0)
 def company_connections(
-    result: NamespaceResult, sync_id: str, synced_at: datetime | None = None
+    result: NamespaceResult,
+    sync_id: str,
+    synced_at: datetime | None = None,
+    selected: Collection[str] | None = None,
 ) -> list[DltResource]:
     """The resources of one namespace's result: its staged tables and its run log.
 
@@ -323,14 +352,22 @@ def company_connections(
         sync_id: identifies the run in `sync_runs` and `sync_issues`.
         synced_at: the run's time, the scd2 boundary of every namespace of the run
             (default: the snapshot's).
+        selected: names of the data resources to load (default: all of
+            :data:`DATA_RESOURCES`); the others are not declared, so nothing of them
+            is merged, deleted or retired.
     """
     ns = result.namespace_company_id
     when = synced_at or getattr(result, "synced_at", None) or result.started_at
-    runs, issues = run_log(result, sync_id, when)
+    unknown = sorted(set(selected or ()) - set(_DATA_RESOURCES))
+    if unknown:
+        raise ValueError(f"unknown resource(s) {', '.join(unknown)}; expected some of {', '.join(_DATA_RESOURCES)}")
+    runs, issues = run_log(result, sync_id, when, selected)
     resources: list[DltResource] = []
     if isinstance(result, NamespaceSnapshot):
         scope = f"{{table}}.namespace_company_id = {_sql_literal(ns)}"
         for name, resource in _DATA_RESOURCES.items():
+            if selected is not None and name not in selected:
+                continue
             disposition: dict[str, Any]
             if name in HISTORY:
                 disposition = {**_SCD2, "destination_scope": scope, "boundary_timestamp": when}

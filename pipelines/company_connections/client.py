@@ -136,11 +136,23 @@ class RequestStats:
     relogins: int = 0
     renewals: int = 0
     bytes_received: int = 0
+    #: namespace -> {"requests", "retries", "throttled"} (attempts sent for it, waits
+    #: before another attempt, 429 answers); login and user-info have no namespace
+    by_namespace: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def count(self, namespace: str | None, key: str) -> None:
+        """Count one `key` event of `namespace` (nothing for requests of no namespace)."""
+        if namespace is not None:
+            self.by_namespace.setdefault(namespace, Counter())[key] += 1
 
     def as_dict(self) -> dict[str, Any]:
         """The counters as plain JSON-able values."""
         data = dict(self.__dict__)
         data["responses_by_status"] = {str(k): v for k, v in sorted(self.responses_by_status.items())}
+        data["by_namespace"] = {
+            ns: {key: counts[key] for key in ("requests", "retries", "throttled")}
+            for ns, counts in sorted(self.by_namespace.items())
+        }
         return data
 
 
@@ -365,6 +377,8 @@ class ServiceClient:
     async def _call(self, method: str, url: httpx.URL, path: str, namespace: str | None, auth: str,
                     parse: Callable[[httpx.Response], T], token: str | None = None) -> T:
         async def once(attempt: int) -> T:
+            if attempt > 1:
+                self.stats.count(namespace, "retries")
             response = await self._attempt(method, url, path, namespace, auth, token, attempt)
             try:
                 return parse(response)
@@ -394,9 +408,12 @@ class ServiceClient:
             headers[s.AUTHORIZATION_HEADER] = f"Bearer {token}"
         unauthorized = relogins = 0
         while True:
+            self.stats.count(namespace, "requests")
             response, sent_token = await self._send(method, url, path, headers, attempt,
                                                     bearer=auth == _BEARER)
             code = response.status_code
+            if code == 429:
+                self.stats.count(namespace, "throttled")
             if code == 401 and auth == _BEARER and sent_token is not None:
                 unauthorized += 1
                 if relogins >= s.MAX_RELOGINS_PER_REQUEST:

@@ -42,7 +42,9 @@ def validate_base_url(base_url: str, allow_insecure_http: bool) -> str:
         raise ConfigurationError("base_url must not contain a query string or fragment")
     if url.scheme == "http" and not allow_insecure_http and not is_loopback(url.host):
         raise ConfigurationError(f"refusing plain http to non-loopback host {url.host!r}: "
-                                 "use https, or set allow_insecure_http=True")
+                                 "use https, or set allow_insecure_http = true under "
+                                 "[sources.company_connections] in .dlt/config.toml (env "
+                                 "SOURCES__COMPANY_CONNECTIONS__ALLOW_INSECURE_HTTP=true)")
     return str(url.copy_with(path=url.path.rstrip("/") or "/")).rstrip("/")
 
 

@@ -114,7 +114,7 @@ def test_export_needs_built_models(tmp_path: Path) -> None:
     with pytest.raises(ExportError, match="does not exist"):
         export_reports(tmp_path / "nothing.duckdb", tmp_path / "out", "csv")
     duckdb.connect(str(tmp_path / "raw-only.duckdb")).close()
-    with pytest.raises(ExportError, match="build the models first"):
+    with pytest.raises(ExportError, match="run `diligence models --warehouse .*` first"):
         export_reports(tmp_path / "raw-only.duckdb", tmp_path / "out", "csv")
     with pytest.raises(ValueError):
         export_reports(tmp_path / "raw-only.duckdb", tmp_path / "out", "xlsx")  # type: ignore[arg-type]

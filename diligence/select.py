@@ -1,0 +1,41 @@
+"""`diligence sync --select documents,questionnaires`: load only some resources.
+
+The fetch still reads each namespace's snapshot (questionnaires and documents are only
+reachable through the connections), but only the selected data resources are given to
+dlt (see :func:`pipelines.company_connections.company_connections`): the others get
+no merge at all, so none of their rows is deleted and none of their versions retired.
+The run log (``sync_runs``, ``sync_issues``) is always loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["SelectError", "resource_names", "parse_select"]
+
+
+class SelectError(ValueError):
+    """A --select value names no resource; the message lists the valid ones."""
+
+
+def resource_names() -> tuple[str, ...]:
+    """The data resources a sync can select, in load order."""
+    from pipelines.company_connections.schema import NAMESPACE_TABLES
+
+    return NAMESPACE_TABLES
+
+
+def parse_select(values: Sequence[str] | None) -> tuple[str, ...] | None:
+    """Resource names from ``--select`` values (comma-separated, repeatable); None: all.
+
+    Raises :class:`SelectError` naming the unknown ones and listing the valid names.
+    """
+    if not values:
+        return None
+    names = [name.strip() for value in values for name in value.split(",") if name.strip()]
+    valid = resource_names()
+    unknown = [name for name in dict.fromkeys(names) if name not in valid]
+    if unknown or not names:
+        what = ", ".join(unknown) if unknown else "nothing"
+        raise SelectError(f"--select {what}: unknown resource; choose from {', '.join(valid)}")
+    return tuple(name for name in valid if name in names)
