@@ -38,7 +38,8 @@ class NamespaceRights:
     connections: int = 0
     #: connections with at least one company type received (their data is readable)
     readable: int = 0
-    #: readable (connection, company type) pairs: one questionnaire + documents each
+    #: readable (company, company type) pairs, the namespace's own company types
+    #: included: one questionnaire + its documents each
     readable_targets: int = 0
     #: connections whose detail was denied (403/404)
     denied: int = 0
@@ -61,10 +62,10 @@ def _origin(base_url: str) -> str:
     return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path.rstrip('/')}"
 
 
-async def _rights(client: Any, namespace: str) -> NamespaceRights:
+async def _rights(client: Any, namespace: str, own_types: int) -> NamespaceRights:
     from pipelines.company_connections.errors import DeniedError, NotFoundError
 
-    rights = NamespaceRights(namespace)
+    rights = NamespaceRights(namespace, readable_targets=own_types)
     entries = await client.connections(namespace)
     rights.connections = len(entries)
 
@@ -100,7 +101,12 @@ async def _check(settings: Any, namespaces: list[str] | None) -> CheckReport:
         if not wanted:
             raise CheckError("user-info lists no company: these credentials can read nothing")
         report = CheckReport(base_url=_origin(settings.base_url), auth=auth, available=available)
-        report.namespaces = list(await asyncio.gather(*(_rights(client, ns) for ns in wanted)))
+        own = {
+            role.company_id: len(dict.fromkeys(role.internal.company_type_ids)) for role in info.roles
+        }
+        report.namespaces = list(
+            await asyncio.gather(*(_rights(client, ns, own.get(ns, 0)) for ns in wanted))
+        )
         return report
 
 

@@ -32,6 +32,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
+from prefect.states import Failed
 
 from diligence.analytics import AnalyticsResult
 from diligence.checks import CheckResult
@@ -139,10 +140,10 @@ def sync_namespaces(
                 outcome.duration_seconds,
             )
         else:
-            logger.warning(
+            logger.warning(  # one plain line in the Prefect UI, whatever the error's text
                 "namespace %s not loaded, previous data kept: %s",
                 outcome.namespace_company_id,
-                outcome.error,
+                " ".join(str(outcome.error).split()),
             )
 
     result = sync_step(
@@ -372,7 +373,12 @@ def company_connections_sync(
     report = write_dated_report(warehouse, reports_dir)
     publish_run_summary(outcomes, analytics, exported, report)
     publish_document_expiry(warehouse, expiring_within_days)
-    raise_for_failures(outcomes, analytics.checks)
+    try:
+        raise_for_failures(outcomes, analytics.checks)
+    except RunFailedError as exc:
+        # The run ends Failed with the plain message: no traceback, no class name in the UI.
+        get_run_logger().error("%s", exc)
+        return Failed(message=str(exc))  # type: ignore[return-value]
     return RunSummary(
         namespaces=outcomes,
         row_counts=dict(analytics.models.row_counts),
