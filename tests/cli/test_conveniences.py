@@ -4,7 +4,6 @@ status --json, sync --json-summary, check, --select, --quiet/--verbose, --passwo
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,7 +50,6 @@ def test_json_summary_counts_what_the_service_and_the_warehouse_saw(
     warehouse, summary = synced
     assert summary["version"] == 1 and summary["status"] == "success"
     overall = summary["overall"]
-    truth = server.truth()
     assert overall["namespaces"] == len(server.world.namespaces) == len(summary["namespaces"])
     # every request of the run is accounted for: the sandbox counted the same attempts
     runs = dict(query(warehouse, "select namespace_company_id, requests from raw.sync_runs"))
@@ -66,7 +64,6 @@ def test_json_summary_counts_what_the_service_and_the_warehouse_saw(
     documents = query(warehouse, "select count(*) from raw.documents where _dlt_valid_to is null")[0][0]
     assert summary["rows_per_table"]["documents"] == documents
     assert summary["models"]["row_counts"]["analytics.answers"] > 0 and summary["models"]["failed_checks"] == []
-    assert truth  # the sandbox's ground truth is reachable (the run did not need it)
     text = json.dumps(summary)
     assert SECRET not in text and "eyJ" not in text and server.base_url not in text
 
@@ -117,7 +114,6 @@ def test_status_json_has_stable_keys_and_true_counts(synced: tuple[Path, dict]) 
 
 # -- check ----------------------------------------------------------------------------------
 def test_check_reports_reading_rights_and_writes_nothing(server: SandboxServer, tmp_path: Path) -> None:
-    server.world  # the truth: what each namespace can read
     result = run(["check", "--base-url", server.base_url], tmp_path, CREDENTIALS)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -246,4 +242,3 @@ def test_help_lists_the_conveniences(tmp_path: Path) -> None:
     for option in ("--select", "--json-summary", "--password-stdin"):
         assert option in sync_help.stdout
     assert "--json" in run(["status", "-h"], tmp_path).stdout
-    assert shutil.which("true")  # the environment runs subprocesses at all
