@@ -122,7 +122,7 @@ def test_sync_namespace_not_allowed(server: SandboxServer, tmp_path: Path) -> No
 
 def test_models_rebuild_with_as_of(synced: Path) -> None:
     result = run(
-        ["models", "--warehouse", str(synced), "--expiring-within-days", "60", "--as-of", "2026-01-01T00:00:00"],
+        ["models", "--warehouse", str(synced), "--expiring-within-days", "60", "--as-of", "2026-01-01T00:00:00", "--publish"],
         synced.parent,
     )
     assert result.returncode == 0, result.stderr
