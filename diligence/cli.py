@@ -48,6 +48,7 @@ WarehouseOption = Annotated[
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 class CommandError(Exception):
@@ -102,7 +103,7 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(exc.code) from None
         except KeyboardInterrupt:
             err.print("interrupted")
-            raise typer.Exit(130) from None
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as exc:
             if _state["debug"]:
                 raise
@@ -198,18 +199,23 @@ def sync(
     if max_concurrency is not None:
         options["max_concurrency"] = max_concurrency
     with SyncProgress(console=err) as progress:
-        result = run_pipeline(
-            warehouse,
-            base_url=base_url,
-            namespaces=namespace,
-            progress=progress,
-            source_options=options,
-            on_synced=lambda synced: (progress.stop(), _print_sync(synced)),
-            download_to=download_documents,
-            models=not no_models,
-            expiring_within_days=_expiring_default() if not no_models else None,
-            wait_seconds=wait,
-        )
+        try:
+            result = run_pipeline(
+                warehouse,
+                base_url=base_url,
+                namespaces=namespace,
+                progress=progress,
+                source_options=options,
+                on_synced=lambda synced: (progress.stop(), _print_sync(synced)),
+                download_to=download_documents,
+                models=not no_models,
+                expiring_within_days=_expiring_default() if not no_models else None,
+                wait_seconds=wait,
+            )
+        except KeyboardInterrupt:
+            progress.stop()
+            err.print(progress.interrupted_line(), highlight=False, soft_wrap=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.downloads is not None:
         _print_downloads(result.downloads, download_documents)
     if result.analytics is not None:

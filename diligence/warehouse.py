@@ -128,30 +128,54 @@ def writer_lock(warehouse: Path, *, wait_seconds: float = 0.0) -> Iterator[None]
 
 @contextlib.contextmanager
 def _flock(warehouse: Path, wait_seconds: float) -> Iterator[None]:
+    """Hold ``<warehouse>.lock``; the file is removed on release, so none is ever stale.
+
+    Removing it is safe: a writer that opened the file just before its holder removed
+    it finds, once it has the lock, that the path no longer names its file, and takes
+    the lock again on the new one.
+    """
     warehouse.parent.mkdir(parents=True, exist_ok=True)
     lock_path = warehouse.with_name(warehouse.name + ".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     deadline = time.monotonic() + wait_seconds
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            _acquire(fd, warehouse, deadline)
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            current = os.stat(lock_path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)  # locked a file its holder has removed: lock the new one
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-                    raise WarehouseBusyError(
-                        f"another sync is writing {warehouse} (pid {holder}); "
-                        "try again when it has finished, or pass --wait SECONDS"
-                    ) from None
-                time.sleep(0.2)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock_path)  # still held: no other writer can be using it
         os.close(fd)
+
+
+def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            if time.monotonic() >= deadline:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+                raise WarehouseBusyError(
+                    f"another sync is writing {warehouse} (pid {holder}); "
+                    "try again when it has finished, or pass --wait SECONDS"
+                ) from None
+            time.sleep(0.2)
 
 
 class Warehouse:
