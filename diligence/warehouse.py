@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import WarehouseBusyError
+from .filemodes import make_dirs, protect, protect_tree
 
 if TYPE_CHECKING:
     from dlt.common.pipeline import SupportsPipeline
@@ -38,6 +39,7 @@ __all__ = [
     "Warehouse",
     "WarehouseBusyError",
     "pipeline_for",
+    "protect_outputs",
     "table_names",
     "writer_lock",
 ]
@@ -67,12 +69,11 @@ def pipeline_for(warehouse: Path) -> SupportsPipeline:
     from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
     warehouse = warehouse.expanduser().resolve()
-    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(warehouse.parent)
     pipelines_dir = pipelines_dir_of(warehouse)
     # dlt's working folder holds load packages of confidential rows: owner-only.
-    pipelines_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    pipelines_dir.parent.chmod(0o700)
-    pipelines_dir.chmod(0o700)
+    make_dirs(pipelines_dir.parent, own=True)
+    make_dirs(pipelines_dir, own=True)
     # The source yields Arrow tables; keep dlt's load id on their rows for lineage.
     dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
     # The pipeline's state lives beside the warehouse, so a run need not first read it
@@ -124,6 +125,21 @@ def writer_lock(warehouse: Path, *, wait_seconds: float = 0.0) -> Iterator[None]
         finally:
             with _held_guard:
                 del _held[key]
+            protect_outputs(warehouse)
+
+
+def protect_outputs(warehouse: Path) -> None:
+    """Give what the writers of `warehouse` wrote the configured modes (see
+    :mod:`diligence.filemodes`): DuckDB and dlt create their files with the umask's."""
+    from .publish import published_path
+
+    warehouse = warehouse.expanduser().resolve()
+    protect(
+        warehouse,
+        warehouse.with_name(warehouse.name + ".wal"),
+        published_path(warehouse),
+    )
+    protect_tree(pipelines_dir_of(warehouse))
 
 
 @contextlib.contextmanager
@@ -134,7 +150,7 @@ def _flock(warehouse: Path, wait_seconds: float) -> Iterator[None]:
     it finds, once it has the lock, that the path no longer names its file, and takes
     the lock again on the new one.
     """
-    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(warehouse.parent)
     lock_path = warehouse.with_name(warehouse.name + ".lock")
     deadline = time.monotonic() + wait_seconds
     while True:
@@ -230,10 +246,8 @@ class Warehouse:
         if root.exists():
             for old in root.iterdir():
                 shutil.rmtree(old, ignore_errors=True)
-        folder = root / sync_id
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        root.chmod(0o700)
-        return folder
+        make_dirs(root, own=True)
+        return make_dirs(root / sync_id, own=True)
 
     @contextlib.contextmanager
     def session(self, *, memory_limit: str = MODELS_MEMORY_LIMIT) -> Iterator[Any]:
