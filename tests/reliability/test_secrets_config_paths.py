@@ -41,10 +41,12 @@ def _cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
 
 
 def _user_run(base_url: str, cwd: Path, env: dict[str, str]) -> list[bytes]:
-    """sync (with downloads, --debug), exports, report, status: their outputs."""
+    """sync (--debug), a sync with downloads into a second warehouse (its last dlt run
+    is the downloads', so its trace differs), exports, report, status: their outputs."""
     outputs: list[bytes] = []
     steps = [
-        ["--debug", "sync", "--base-url", base_url, "--warehouse", "data/w.duckdb",
+        ["--debug", "sync", "--base-url", base_url, "--warehouse", "data/w.duckdb"],
+        ["sync", "--base-url", base_url, "--warehouse", "data/w2.duckdb",
          "--download-documents", "files"],
         ["export", "--format", "csv", "--out", "reports", "--warehouse", "data/w.duckdb"],
         ["export", "--format", "parquet", "--out", "reports", "--warehouse", "data/w.duckdb"],
@@ -166,7 +168,12 @@ def test_no_secret_at_rest_whatever_the_configuration_path(tmp_path: Path, confi
     # the scan saw what it must see: warehouse, published copy, dlt's trace, reports
     names = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
     assert {"data/w.duckdb", "data/w-analytics.duckdb"} <= names, sorted(names)
-    assert any(n.startswith("data/.dlt-pipelines/") and n.endswith("trace.pickle") for n in names)
+    if configured_by != "prefect_secret_block":
+        traces = {"data/.dlt-pipelines/w/company_connections/trace.pickle",
+                  "data/.dlt-pipelines/w2/company_connections/trace.pickle"}
+        assert traces <= names, sorted(names)
+    else:
+        assert any(n.startswith("data/.dlt-pipelines/") and n.endswith("trace.pickle") for n in names)
     assert any(n.startswith("reports/") and n.endswith("answers.csv") for n in names)
     assert any(n.startswith("reports/") and n.endswith("report.html") for n in names)
     if configured_by == "prefect_secret_block":
