@@ -12,7 +12,7 @@ dlt config too, and an explicit value (a CLI option, a flow parameter) always wi
     [warehouse]
     file_mode = "owner"            # DILIGENCE_FILE_MODE; "group": 0640/0750 (see filemodes)
     [notifications]
-    block = "diligence-alerts"     # NOTIFICATIONS__BLOCK; a Prefect notification block
+    block = "custom-webhook/diligence-alerts"  # NOTIFICATIONS__BLOCK: <type slug>/<name>
 
 Nothing is imported from dlt until a value is looked up.
 """

@@ -49,8 +49,36 @@ def leaks_in(blob: bytes, forms: dict[str, bytes]) -> list[str]:
     return [name for name, form in forms.items() if form in blob]
 
 
+def decoded_text(path: Path) -> bytes:
+    """Every value of a DuckDB or Parquet file as text: their strings may be compressed
+    (DuckDB's FSST and dictionaries, Parquet's zstd), which a byte scan cannot see."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        if path.suffix == ".parquet":
+            relations = [f"read_parquet('{path}')"]
+        else:
+            con.execute(f"attach '{path}' as scanned (read_only)")
+            relations = [
+                f'scanned."{schema}"."{table}"'
+                for schema, table in con.execute(
+                    "select table_schema, table_name from information_schema.tables "
+                    "where table_catalog = 'scanned'"
+                ).fetchall()
+            ]
+        chunks = []
+        for relation in relations:
+            rows = con.execute(f"select t::varchar from {relation} as t").fetchall()
+            chunks.append("\n".join(row[0] or "" for row in rows))
+        return "\n".join(chunks).encode()
+    finally:
+        con.close()
+
+
 def scan(roots: Iterable[Path], forms: dict[str, bytes]) -> tuple[int, dict[str, list[str]]]:
-    """(files scanned, {file: secret forms found}) over every file under `roots`."""
+    """(files scanned, {file: secret forms found}) over every file under `roots`; DuckDB
+    and Parquet files are also read value by value (:func:`decoded_text`)."""
     scanned = 0
     found: dict[str, list[str]] = {}
     for root in roots:
@@ -58,7 +86,10 @@ def scan(roots: Iterable[Path], forms: dict[str, bytes]) -> tuple[int, dict[str,
         for path in paths:
             if path.is_file() and not path.is_symlink():
                 scanned += 1
-                names = leaks_in(path.read_bytes(), forms)
+                blob = path.read_bytes()
+                if path.suffix in (".duckdb", ".parquet") and not path.name.startswith("."):
+                    blob += decoded_text(path)
+                names = leaks_in(blob, forms)
                 if names:
                     found[str(path)] = names
     return scanned, found

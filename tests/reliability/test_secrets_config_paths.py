@@ -61,10 +61,16 @@ def _user_run(base_url: str, cwd: Path, env: dict[str, str]) -> list[bytes]:
 
 
 def _by_env(tmp_path: Path) -> tuple[list[bytes], list[str]]:
+    """Also with 5xx faults (retries are logged with --debug), and a failing run with a
+    wrong password, whose error is printed: it must be clean too."""
     with SandboxServer(scale="small", password=PASSWORD) as server:
-        server.faults.update({"token_lifetime": 2, "latency_ms": 5})  # several tokens
+        server.faults.update({"token_lifetime": 2, "latency_ms": 5, "error_rate": 0.05})
         env = {EMAIL_ENV: DEFAULT_EMAIL, PASSWORD_ENV: PASSWORD}
         outputs = _user_run(server.base_url, tmp_path, env)
+        failed = _cli(["--debug", "sync", "--base-url", server.base_url, "--warehouse", "data/w3.duckdb"],
+                      tmp_path, {**env, PASSWORD_ENV: PASSWORD + "x"})
+        assert failed.returncode == 1, failed.stderr.decode()[-2000:]
+        outputs += [failed.stdout, failed.stderr]
         return outputs, list(server.app.auth.tokens_issued)
 
 
