@@ -53,6 +53,7 @@ def _modes_of(root: Path) -> dict[str, int]:
 @pytest.mark.parametrize(
     ("setting", "umask", "expected"),
     [("default", 0o000, (0o600, 0o700)), ("group", 0o077, (0o640, 0o750))],
+    ids=["owner-by-default-umask-000", "group-by-config-umask-077"],
 )
 def test_everything_written_gets_the_configured_modes(
     tmp_path: Path, setting: str, umask: int, expected: tuple[int, int]

@@ -40,19 +40,23 @@ def _cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
     )
 
 
-def _user_run(base_url: str, cwd: Path, env: dict[str, str]) -> list[bytes]:
+def _user_run(base_url: str, cwd: Path, env: dict[str, str], *, full: bool = True) -> list[bytes]:
     """sync (--debug), a sync with downloads into a second warehouse (its last dlt run
-    is the downloads', so its trace differs), exports, report, status: their outputs."""
+    is the downloads', so its trace differs), then, if `full`, exports, report and
+    status (they read no credentials, so one path runs them): their outputs."""
     outputs: list[bytes] = []
     steps = [
         ["--debug", "sync", "--base-url", base_url, "--warehouse", "data/w.duckdb"],
         ["sync", "--base-url", base_url, "--warehouse", "data/w2.duckdb",
          "--download-documents", "files"],
-        ["export", "--format", "csv", "--out", "reports", "--warehouse", "data/w.duckdb"],
-        ["export", "--format", "parquet", "--out", "reports", "--warehouse", "data/w.duckdb"],
-        ["report", "--warehouse", "data/w.duckdb", "--out", "reports/report.html"],
-        ["status", "--warehouse", "data/w.duckdb"],
     ]
+    if full:
+        steps += [
+            ["export", "--format", "csv", "--out", "reports", "--warehouse", "data/w.duckdb"],
+            ["export", "--format", "parquet", "--out", "reports", "--warehouse", "data/w.duckdb"],
+            ["report", "--warehouse", "data/w.duckdb", "--out", "reports/report.html"],
+            ["status", "--warehouse", "data/w.duckdb"],
+        ]
     for args in steps:
         done = _cli(args, cwd, env)
         outputs += [done.stdout, done.stderr]
@@ -81,7 +85,7 @@ def _by_secrets_toml(tmp_path: Path) -> tuple[list[bytes], list[str]]:
     )
     with SandboxServer(scale="small", password=PASSWORD) as server:
         server.faults.update({"token_lifetime": 2, "latency_ms": 5})
-        outputs = _user_run(server.base_url, tmp_path, {})
+        outputs = _user_run(server.base_url, tmp_path, {}, full=False)
         return outputs, list(server.app.auth.tokens_issued)
 
 
@@ -110,7 +114,9 @@ def _by_cli_flags(tmp_path: Path) -> tuple[list[bytes], list[str]]:
         assert refused.returncode == 1
         assert b"must not contain credentials" in refused.stderr
         outputs = [refused.stdout, refused.stderr]
-        outputs += _user_run(base_url, tmp_path, {EMAIL_ENV: DEFAULT_EMAIL, PASSWORD_ENV: PASSWORD})
+        outputs += _user_run(
+            base_url, tmp_path, {EMAIL_ENV: DEFAULT_EMAIL, PASSWORD_ENV: PASSWORD}, full=False
+        )
     finally:
         sandbox.terminate()
         sandbox.wait(timeout=30)
@@ -170,6 +176,7 @@ def test_no_secret_at_rest_whatever_the_configuration_path(tmp_path: Path, confi
     # everything in the test's folder but the user's own `.dlt/secrets.toml`
     roots = [path for path in tmp_path.iterdir() if path.name != ".dlt"]
     scanned, found = scan(roots, forms)
+    print(f"{configured_by}: {scanned} files scanned for {len(forms)} secret forms, {len(found)} with a secret")
     assert not found, found
     # the scan saw what it must see: warehouse, published copy, dlt's trace, reports
     names = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
@@ -180,8 +187,9 @@ def test_no_secret_at_rest_whatever_the_configuration_path(tmp_path: Path, confi
         assert traces <= names, sorted(names)
     else:
         assert any(n.startswith("data/.dlt-pipelines/") and n.endswith("trace.pickle") for n in names)
-    assert any(n.startswith("reports/") and n.endswith("answers.csv") for n in names)
-    assert any(n.startswith("reports/") and n.endswith("report.html") for n in names)
+    if configured_by in ("env", "prefect_secret_block"):  # the paths that write reports
+        assert any(n.startswith("reports/") and n.endswith("answers.csv") for n in names)
+        assert any(n.startswith("reports/") and n.endswith("report.html") for n in names)
     if configured_by == "prefect_secret_block":
         assert "prefect-home/prefect.db" in names and "prefect-home/server.log" in names
     else:
