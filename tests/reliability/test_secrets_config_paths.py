@@ -1,8 +1,9 @@
 """No secret at rest, whatever the configuration path: env vars, `.dlt/secrets.toml`, CLI
 flags, or the Prefect Secret block the flow reads.
 
-Each path runs what a user runs (a sync with document downloads, models, exports, the
-HTML report, status; for the Prefect path the flow on a real local Prefect server), then
+Each path runs what a user runs (two syncs with models, one downloading documents; on
+the env path also exports, the HTML report and status; for the Prefect path the flow on
+a real local Prefect server, which writes exports and the report), then
 every file under the warehouse's folder (dlt's pipelines dir is inside it), the reports,
 the downloaded documents and the Prefect home (its SQLite database, its WAL and the
 server's log) is scanned for every form of the secrets (:mod:`secret_scan`), as is every
