@@ -6,7 +6,7 @@ UV := $(PYTHON) -m uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install bench lint sandbox clean browser
+.PHONY: demo test install bench bench-smoke lint sandbox clean browser
 
 $(BIN)/diligence: pyproject.toml uv.lock
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet --disable-pip-version-check uv
@@ -31,6 +31,10 @@ browser:
 
 bench: install
 	$(BIN)/python -m benchmarks.run
+
+# The benchmark's end-to-end smoke test, kept out of `make test` (marker `bench`).
+bench-smoke: install
+	$(BIN)/pytest -m bench tests/benchmarks
 
 sandbox: install
 	$(BIN)/diligence sandbox --port 8765

@@ -55,6 +55,7 @@ WarehouseOption = Annotated[
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 class CommandError(Exception):
@@ -139,7 +140,7 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(exc.code) from None
         except KeyboardInterrupt:
             err.print("interrupted")
-            raise typer.Exit(130) from None
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as exc:
             if _state["debug"]:
                 raise
@@ -279,19 +280,24 @@ def sync(
         _password_from_stdin(options)
     interval = 1.0 if _state["verbosity"] > 0 else 5.0
     with SyncProgress(console=err, interval=interval, enabled=not _quiet()) as progress:
-        result = run_pipeline(
-            warehouse,
-            base_url=base_url,
-            namespaces=namespace,
-            progress=progress,
-            source_options=options,
-            on_synced=lambda synced: (progress.stop(), _print_sync(synced)),
-            download_to=download_documents,
-            models=not no_models,
-            expiring_within_days=_expiring_default() if not no_models else None,
-            wait_seconds=wait,
-            resources=resources,
-        )
+        try:
+            result = run_pipeline(
+                warehouse,
+                base_url=base_url,
+                namespaces=namespace,
+                progress=progress,
+                source_options=options,
+                on_synced=lambda synced: (progress.stop(), _print_sync(synced)),
+                download_to=download_documents,
+                models=not no_models,
+                expiring_within_days=_expiring_default() if not no_models else None,
+                wait_seconds=wait,
+                resources=resources,
+            )
+        except KeyboardInterrupt:
+            progress.stop()
+            err.print(progress.interrupted_line(), highlight=False, soft_wrap=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
     assert result.sync is not None
     _print_waited(result.waited_seconds, warehouse)
     if json_summary is not None:

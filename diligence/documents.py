@@ -24,6 +24,7 @@ from pipelines.company_connections import client_from_config, run_coroutine
 from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.errors import DeniedError, NotFoundError, ServiceError
 
+from .filemodes import make_dirs, protect
 from .warehouse import pipeline_for, writer_lock
 
 log = logging.getLogger("diligence.documents")
@@ -109,7 +110,9 @@ async def _fetch_all(client: ServiceClient, pending: list[dict[str, Any]]) -> tu
         for attempt in (1, 2):  # a signed URL may expire before its download starts
             try:
                 url = await client.document_url(ns, doc)
+                make_dirs(dest.parent)
                 result = await client.download(url.url, dest)
+                protect(dest)
             except DeniedError:
                 if attempt == 1:
                     continue

@@ -20,6 +20,8 @@ from typing import Literal
 
 import duckdb
 
+from .filemodes import make_dirs, protect
+
 Format = Literal["csv", "parquet"]
 
 # report -> columns to sort by, so that files are reproducible
@@ -56,8 +58,7 @@ def export_reports(warehouse: Path, out_dir: Path, fmt: Format) -> list[Exported
         raise ValueError(f"unknown export format {fmt!r}; expected 'csv' or 'parquet'")
     if not Path(warehouse).is_file():
         raise ExportError(f"warehouse {warehouse} does not exist")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = make_dirs(Path(out_dir))
     exported: list[ExportedFile] = []
     with duckdb.connect(str(warehouse), read_only=True) as con:
         con.execute("set TimeZone = 'UTC'")
@@ -97,6 +98,7 @@ def _export_one(
     try:
         result = con.execute(f"copy ({query}) to {_sql_string(str(tmp_path))} ({options})")
         rows = int(result.fetchone()[0])
+        protect(tmp_path)  # confidential answers: owner-only (or group) before visible
         os.replace(tmp_path, path)
     finally:
         tmp_path.unlink(missing_ok=True)

@@ -77,6 +77,23 @@ class SyncProgress:
             for namespace in list(self.counts):
                 self._log(namespace, force=True)
 
+    def cancelled(self) -> dict[str, int]:
+        """Requests planned but not done, per namespace still being read (after Ctrl-C)."""
+        with self._lock:
+            return {ns: c.planned - c.done for ns, c in self.counts.items() if c.planned > c.done}
+
+    def interrupted_line(self) -> str:
+        """One line for Ctrl-C: the requests cancelled (not failed) and what that means."""
+        cancelled = self.cancelled()
+        total = sum(cancelled.values())
+        if not cancelled:
+            return "interrupted: 0 requests cancelled"
+        return (
+            f"interrupted: {total} request{'s' if total != 1 else ''} cancelled in "
+            f"{len(cancelled)} namespace{'s' if len(cancelled) != 1 else ''} not yet complete; "
+            "nothing of them was committed, their previous data is kept"
+        )
+
     # -- ProgressListener ------------------------------------------------------------
     def planned(self, namespace: str, requests: int) -> None:
         with self._lock:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import duckdb
 
+from .filemodes import protect
 from .models import copy_comments
 from .warehouse import WarehouseBusyError
 
@@ -93,5 +94,6 @@ def publish_analytics(warehouse: Path) -> Path:
         raise
     finally:
         con.close()
+    protect(temporary)  # analysts' copy: owner-only (or group) before it is visible
     os.replace(temporary, target)
     return target

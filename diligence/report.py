@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .filemodes import make_dirs, protect
 from .report_data import ReportData, ReportError, Table, collect
 
 __all__ = ["ReportError", "ReportResult", "render_html", "vega_bundle", "write_report"]
@@ -210,9 +211,10 @@ def write_report(warehouse: Path, out: Path = DEFAULT_REPORT) -> ReportResult:
     started = time.perf_counter()
     data = collect(warehouse)
     html = render_html(data)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(out.parent)
     partial = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     partial.write_text(html, encoding="utf-8")
+    protect(partial)  # names and documents of counterparties: owner-only (or group)
     partial.replace(out)
     return ReportResult(
         path=out,

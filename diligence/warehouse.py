@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import WarehouseBusyError
+from .filemodes import make_dirs, protect, protect_tree
 
 if TYPE_CHECKING:
     from dlt.common.pipeline import SupportsPipeline
@@ -38,6 +39,7 @@ __all__ = [
     "Warehouse",
     "WarehouseBusyError",
     "pipeline_for",
+    "protect_outputs",
     "table_names",
     "writer_lock",
 ]
@@ -67,12 +69,11 @@ def pipeline_for(warehouse: Path) -> SupportsPipeline:
     from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
     warehouse = warehouse.expanduser().resolve()
-    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs(warehouse.parent)
     pipelines_dir = pipelines_dir_of(warehouse)
     # dlt's working folder holds load packages of confidential rows: owner-only.
-    pipelines_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    pipelines_dir.parent.chmod(0o700)
-    pipelines_dir.chmod(0o700)
+    make_dirs(pipelines_dir.parent, own=True)
+    make_dirs(pipelines_dir, own=True)
     # The source yields Arrow tables; keep dlt's load id on their rows for lineage.
     dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
     # The pipeline's state lives beside the warehouse, so a run need not first read it
@@ -124,34 +125,73 @@ def writer_lock(warehouse: Path, *, wait_seconds: float = 0.0) -> Iterator[None]
         finally:
             with _held_guard:
                 del _held[key]
+            protect_outputs(warehouse)
+
+
+def protect_outputs(warehouse: Path) -> None:
+    """Give what the writers of `warehouse` wrote the configured modes (see
+    :mod:`diligence.filemodes`): DuckDB and dlt create their files with the umask's."""
+    from .publish import published_path
+
+    warehouse = warehouse.expanduser().resolve()
+    protect(
+        warehouse,
+        warehouse.with_name(warehouse.name + ".wal"),
+        published_path(warehouse),
+    )
+    protect_tree(pipelines_dir_of(warehouse))
 
 
 @contextlib.contextmanager
 def _flock(warehouse: Path, wait_seconds: float) -> Iterator[None]:
-    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    """Hold ``<warehouse>.lock``; the file is removed on release, so none is ever stale.
+
+    Removing it is safe: a writer that opened the file just before its holder removed
+    it finds, once it has the lock, that the path no longer names its file, and takes
+    the lock again on the new one.
+    """
+    make_dirs(warehouse.parent)
     lock_path = warehouse.with_name(warehouse.name + ".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     deadline = time.monotonic() + wait_seconds
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            _acquire(fd, warehouse, deadline)
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            current = os.stat(lock_path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)  # locked a file its holder has removed: lock the new one
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-                    raise WarehouseBusyError(
-                        f"another sync is writing {warehouse} (pid {holder}); "
-                        "try again when it has finished, or pass --wait SECONDS"
-                    ) from None
-                time.sleep(0.2)
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
     finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock_path)  # still held: no other writer can be using it
         os.close(fd)
+
+
+def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            if time.monotonic() >= deadline:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+                raise WarehouseBusyError(
+                    f"another sync is writing {warehouse} (pid {holder}); "
+                    "try again when it has finished, or pass --wait SECONDS"
+                ) from None
+            time.sleep(0.2)
 
 
 class Warehouse:
@@ -206,10 +246,8 @@ class Warehouse:
         if root.exists():
             for old in root.iterdir():
                 shutil.rmtree(old, ignore_errors=True)
-        folder = root / sync_id
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        root.chmod(0o700)
-        return folder
+        make_dirs(root, own=True)
+        return make_dirs(root / sync_id, own=True)
 
     @contextlib.contextmanager
     def session(self, *, memory_limit: str = MODELS_MEMORY_LIMIT) -> Iterator[Any]:

@@ -43,6 +43,7 @@ from diligence.sync import NamespaceOutcome, synced_namespaces
 from diligence.warehouse import Warehouse
 
 from .errors import NamespaceSyncError, RunFailedError
+from .notify import notify_changes
 from .report import expiring_documents, summary_markdown
 from .retry import failure_of, retry_if_transient
 from .service import configured_namespaces, credential_options, mask, user_companies
@@ -373,6 +374,7 @@ def company_connections_sync(
     report = write_dated_report(warehouse, reports_dir)
     publish_run_summary(outcomes, analytics, exported, report)
     publish_document_expiry(warehouse, expiring_within_days)
+    notify_changes(warehouse, outcomes, expiring_within_days, return_state=True)
     try:
         raise_for_failures(outcomes, analytics.checks)
     except RunFailedError as exc:

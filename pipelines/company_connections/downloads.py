@@ -79,7 +79,9 @@ async def download_once(client: ServiceClient, url: httpx.URL, path: str, dest: 
                     if length is not None and length.isdigit() and int(length) > cap:
                         raise _too_large(client, int(length))
                     digest, size = hashlib.sha256(), 0
-                    with tmp.open("wb") as handle:
+                    # owner-only from the first byte: documents are confidential
+                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                    with os.fdopen(fd, "wb") as handle:
                         async for chunk in response.aiter_bytes(s.DOWNLOAD_CHUNK_SIZE):
                             size += len(chunk)
                             if size > cap:

@@ -1,5 +1,8 @@
 """Smoke test of the benchmark: every scenario runs end to end on tiny profiles and
-reports a table with numbers. No timing is asserted (the machine is shared)."""
+reports a table with numbers. No timing is asserted (the machine is shared).
+
+Marked `bench`: it runs the whole benchmark (minutes of CPU on a busy machine), so it is
+out of the default run; `make bench-smoke` (``pytest -m bench``) runs it."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.bench]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = {

@@ -1,0 +1,86 @@
+"""Owner-only files for confidential data, whatever the umask.
+
+The warehouse, the analysts' published copy, exports, the HTML report, downloaded
+documents and dlt's pipeline folders hold counterparties' confidential answers. They
+are created (or, for files written by DuckDB and dlt, set right after each step) with
+these modes, never with the umask's::
+
+    setting (config ``[warehouse] file_mode``, env ``DILIGENCE_FILE_MODE``)
+    owner   (default)   files 0600   folders 0700
+    group               files 0640   folders 0750   (a team's group may read, not write)
+
+Folders are only changed when this code creates them (or they are the project's own,
+like ``.dlt-pipelines``): an existing folder the user chose, such as ``--out ~/shared``,
+keeps its mode; the files written into it get the setting's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Modes", "modes", "make_dirs", "protect", "protect_tree"]
+
+
+@dataclass(frozen=True)
+class Modes:
+    """Permission bits for the files and the folders of confidential data."""
+
+    file: int
+    folder: int
+
+
+_MODES = {"owner": Modes(0o600, 0o700), "group": Modes(0o640, 0o750)}
+
+
+def modes(setting: str | None = None) -> Modes:
+    """The modes of `setting` (``owner`` or ``group``), default the configured one."""
+    from .config import file_mode
+
+    return _MODES[file_mode(setting)]
+
+
+def make_dirs(folder: Path, *, own: bool = False) -> Path:
+    """Create `folder` and its missing parents with the folder mode; return it.
+
+    Only folders created here get the mode, unless `own` says `folder` is the project's
+    own (then it is set even if it existed).
+    """
+    folder = Path(folder)
+    mode = modes().folder
+    missing = []
+    current = folder
+    while not current.exists() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    folder.mkdir(mode=mode, parents=True, exist_ok=True)
+    for created in (*missing, *([folder] if own else [])):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(created, mode)
+    return folder
+
+
+def protect(*paths: Path) -> None:
+    """Give each existing file the file mode (a folder the folder mode)."""
+    current = modes()
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(path, current.folder if Path(path).is_dir() else current.file)
+
+
+def protect_tree(root: Path) -> None:
+    """Give `root` and everything under it the modes (files and folders alike)."""
+    root = Path(root)
+    if not root.exists():
+        return
+    current = modes()
+    for folder, _subfolders, files in os.walk(root):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(folder, current.folder)
+        for name in files:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                with contextlib.suppress(FileNotFoundError):
+                    os.chmod(path, current.file)

@@ -1,0 +1,149 @@
+"""The run's notification, through a real Prefect block to a webhook receiver on
+127.0.0.1: what is new is listed, nothing is sent when nothing changed, no secret."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import duckdb
+import pytest
+from prefect.blocks.notifications import CustomWebhookNotificationBlock
+
+import flows.company_connections_sync as flow_module
+from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from flows.company_connections_sync import company_connections_sync
+
+pytestmark = pytest.mark.slow
+
+BLOCK = "custom-webhook/diligence-alerts"
+JWT_PREFIX = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1 that keeps every JSON body posted to it."""
+
+    def __init__(self) -> None:
+        self.payloads: list[dict[str, Any]] = []
+        received = self.payloads
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                length = int(self.headers.get("content-length") or 0)
+                received.append(json.loads(self.rfile.read(length)))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.timeout = 1
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1})
+
+    def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture
+def receiver(prefect_harness: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
+    """The receiver, and a Custom Webhook block pointing at it, named in config (env)."""
+    with Receiver() as server:
+        CustomWebhookNotificationBlock(
+            name="diligence",
+            url=server.url,
+            json_data={"subject": "{{subject}}", "text": "{{body}}"},
+        ).save(BLOCK.split("/")[1], overwrite=True)
+        monkeypatch.setenv("NOTIFICATIONS__BLOCK", BLOCK)
+        yield server
+
+
+def _listed(text: str, title: str) -> int:
+    match = re.search(rf"^{title}[^\n]*\((\d+)\):$", text, re.MULTILINE)
+    return int(match.group(1)) if match else 0
+
+
+def _documents(warehouse: str, status: str) -> int:
+    with duckdb.connect(warehouse, read_only=True) as con:
+        return con.execute(
+            "select count(distinct (namespace_company_id, company_id, document_id)) "
+            "from analytics.document_expiry where expiry_status = ?",
+            [status],
+        ).fetchone()[0]
+
+
+def test_notification_lists_what_is_new_and_nothing_when_unchanged(
+    receiver: Receiver,
+    credentials: dict[str, str],
+    paths: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(flow_module, "NAMESPACE_RETRY_DELAYS", (0.0,))
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__MAX_ATTEMPTS", "1")
+    with SandboxServer(scale="small") as sandbox:
+
+        def run() -> Any:
+            return company_connections_sync(
+                export_formats=["csv"], base_url=sandbox.base_url, **paths, return_state=True
+            )
+
+        # 1. the first run: every expired or expiring document is news
+        assert run().is_completed()
+        [first] = receiver.payloads
+        expired, expiring = (_documents(paths["warehouse"], s) for s in ("expired", "expiring"))
+        assert expired and expiring
+        assert _listed(first["text"], "Newly expired") == expired
+        assert _listed(first["text"], "Entered the 30-day expiring window") == expiring
+        assert "(first run)" in first["text"]
+        assert first["subject"].startswith("diligence: ")
+
+        # 2. nothing changed: nothing is sent
+        assert run().is_completed()
+        assert len(receiver.payloads) == 1
+
+        # 3. one document expires, another enters the window, a namespace fails
+        own, broken = sandbox.world.namespaces[:2]
+        with duckdb.connect(paths["warehouse"], read_only=True) as con:
+            valid = con.execute(
+                "select document_id, company_name, document_name from analytics.document_expiry "
+                "where expiry_status = 'valid' and namespace_company_id = ? "
+                "order by document_id limit 2",
+                [own],
+            ).fetchall()
+        (gone, gone_company, gone_name), (soon, soon_company, soon_name) = valid
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        sandbox.world.update_document(
+            gone, set_fields={"expirationDate": (now - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S")}
+        )
+        sandbox.world.update_document(
+            soon, set_fields={"expirationDate": (now + timedelta(days=5)).strftime("%Y-%m-%dT%H:%M:%S")}
+        )
+        sandbox.faults.fail_namespaces = [broken]
+        assert run().is_failed()  # the failed namespace fails the run, after the notification
+        sandbox.faults.fail_namespaces = []
+
+    assert len(receiver.payloads) == 2
+    third = receiver.payloads[1]["text"]
+    assert _listed(third, "Newly expired") == 1
+    assert f"- {gone_company}: {gone_name}" in third
+    assert _listed(third, "Entered the 30-day expiring window") == 1
+    assert f"- {soon_company}: {soon_name}" in third and "(in 4 days)" in third
+    assert _listed(third, "Failed namespaces") == 1 and f"- {broken}: " in third
+    assert "since the previous run" in third
+    for payload in receiver.payloads:
+        blob = json.dumps(payload)
+        assert DEFAULT_PASSWORD not in blob and JWT_PREFIX not in blob
+        assert base64.b64encode(f"{DEFAULT_EMAIL}:{DEFAULT_PASSWORD}".encode()).decode() not in blob

@@ -1,0 +1,100 @@
+"""Confidential data is owner-only by default, whatever the umask, and group-readable
+only when the setting asks for it.
+
+Every file and folder the CLI creates (the warehouse and its WAL, the analysts'
+published copy, dlt's pipeline folders, downloaded documents, exports and the HTML
+report) is checked, under umask 000 (the worst case) and umask 077 (so that "group"
+can only come from the setting).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from diligence.config import file_mode
+from diligence.filemodes import modes
+from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+
+pytestmark = pytest.mark.slow
+
+
+def _run(args: list[str], cwd: Path, umask: int, env: dict[str, str]) -> None:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DILIGENCE_"))}
+    full.update(
+        SOURCES__COMPANY_CONNECTIONS__EMAIL=DEFAULT_EMAIL,
+        SOURCES__COMPANY_CONNECTIONS__PASSWORD=DEFAULT_PASSWORD,
+        **env,
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "diligence", *args], cwd=cwd, env=full, capture_output=True,
+        timeout=300, preexec_fn=lambda: os.umask(umask),
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+
+
+def _modes_of(root: Path) -> dict[str, int]:
+    """Mode of every path under `root` (except the test's own `.dlt` config folder)."""
+    found = {}
+    for path in root.rglob("*"):
+        if ".dlt" in path.relative_to(root).parts:
+            continue
+        found[str(path.relative_to(root)) + ("/" if path.is_dir() else "")] = stat.S_IMODE(
+            path.lstat().st_mode
+        )
+    return found
+
+
+@pytest.mark.parametrize(
+    ("setting", "umask", "expected"),
+    [("default", 0o000, (0o600, 0o700)), ("group", 0o077, (0o640, 0o750))],
+    ids=["owner-by-default-umask-000", "group-by-config-umask-077"],
+)
+def test_everything_written_gets_the_configured_modes(
+    tmp_path: Path, setting: str, umask: int, expected: tuple[int, int]
+) -> None:
+    env: dict[str, str] = {}
+    if setting == "group":  # the config file spelling (the env one is tested below)
+        (tmp_path / ".dlt").mkdir()
+        (tmp_path / ".dlt" / "config.toml").write_text('[warehouse]\nfile_mode = "group"\n')
+    with SandboxServer(scale="small") as server:
+        _run(["sync", "--base-url", server.base_url, "--warehouse", "data/w.duckdb",
+              "--download-documents", "files"], tmp_path, umask, env)
+    _run(["export", "--format", "csv", "--out", "reports/today", "--warehouse", "data/w.duckdb"],
+         tmp_path, umask, env)
+    _run(["report", "--warehouse", "data/w.duckdb", "--out", "reports/today/report.html"],
+         tmp_path, umask, env)
+
+    found = _modes_of(tmp_path)
+    file_mode_, folder_mode = expected
+    # everything the user would share by accident was written, and checked
+    for name in ("data/w.duckdb", "data/w-analytics.duckdb", "reports/today/answers.csv",
+                 "reports/today/report.html", "data/.dlt-pipelines/", "data/.dlt-pipelines/w/",
+                 "files/"):
+        assert name in found, sorted(found)
+    assert any(name.startswith("files/") and not name.endswith("/") for name in found)
+    assert any(name.startswith("data/.dlt-pipelines/w/") and not name.endswith("/") for name in found)
+    wrong = {
+        name: oct(mode)
+        for name, mode in found.items()
+        if mode != (folder_mode if name.endswith("/") else file_mode_)
+    }
+    assert not wrong, wrong
+
+
+def test_file_mode_setting_spellings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DILIGENCE_FILE_MODE", raising=False)
+    assert file_mode() == "owner"
+    assert modes() == modes("owner")
+    assert (modes().file, modes().folder) == (0o600, 0o700)
+    monkeypatch.setenv("DILIGENCE_FILE_MODE", "group")
+    assert file_mode() == "group"
+    assert (modes().file, modes().folder) == (0o640, 0o750)
+    monkeypatch.setenv("DILIGENCE_FILE_MODE", "world")
+    with pytest.raises(ValueError, match="file_mode must be one of owner, group"):
+        modes()
