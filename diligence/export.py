@@ -50,26 +50,36 @@ class ExportedFile:
     rows: int
 
 
-def export_reports(warehouse: Path, out_dir: Path, fmt: Format) -> list[ExportedFile]:
-    """Write every report to `out_dir/<report>.<fmt>`; return the files written."""
+def export_reports(
+    warehouse: Path | duckdb.DuckDBPyConnection, out_dir: Path, fmt: Format
+) -> list[ExportedFile]:
+    """Write every report to `out_dir/<report>.<fmt>`; return the files written.
+    `warehouse` is a DuckDB file, or an open connection (e.g. to a lake) the caller closes."""
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"unknown export format {fmt!r}; expected 'csv' or 'parquet'")
+    if isinstance(warehouse, duckdb.DuckDBPyConnection):
+        return _export_all(warehouse, Path(out_dir), fmt)
     if not Path(warehouse).is_file():
         raise ExportError(f"warehouse {warehouse} does not exist")
-    out_dir = Path(out_dir)
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return _export_all(con, Path(out_dir), fmt)
+
+
+def _export_all(
+    con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: Format
+) -> list[ExportedFile]:
     out_dir.mkdir(parents=True, exist_ok=True)
     exported: list[ExportedFile] = []
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        con.execute("set TimeZone = 'UTC'")
-        missing = [report for report in REPORTS if not _table_exists(con, report)]
-        if missing:
-            raise ExportError(
-                f"analytics tables missing: {', '.join(missing)}; build the models first"
-            )
-        for report, order_by in REPORTS.items():
-            path = out_dir / f"{report}.{fmt}"
-            rows = _export_one(con, report, order_by, path, fmt)
-            exported.append(ExportedFile(report=report, path=path, rows=rows))
+    con.execute("set TimeZone = 'UTC'")
+    missing = [report for report in REPORTS if not _table_exists(con, report)]
+    if missing:
+        raise ExportError(
+            f"analytics tables missing: {', '.join(missing)}; build the models first"
+        )
+    for report, order_by in REPORTS.items():
+        path = out_dir / f"{report}.{fmt}"
+        rows = _export_one(con, report, order_by, path, fmt)
+        exported.append(ExportedFile(report=report, path=path, rows=rows))
     return exported
 
 

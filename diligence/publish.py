@@ -70,7 +70,8 @@ def publish_analytics(warehouse: Path) -> Path:
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
     con = duckdb.connect()
     try:
-        con.execute("attach ? as source (read_only)", [str(warehouse)])
+        # DuckDB 1.5 takes no bound parameter in ATTACH: a quoted literal instead
+        con.execute(f"attach {_sql_string(str(warehouse))} as source (read_only)")
         tables = [
             row[0]
             for row in con.execute(
@@ -78,7 +79,7 @@ def publish_analytics(warehouse: Path) -> Path:
                 "and table_schema = 'analytics' and table_type = 'BASE TABLE' order by 1"
             ).fetchall()
         ]
-        con.execute("attach ? as published", [str(temporary)])
+        con.execute(f"attach {_sql_string(str(temporary))} as published")
         con.execute("create schema published.analytics")
         for table in tables:
             con.execute(
@@ -95,3 +96,7 @@ def publish_analytics(warehouse: Path) -> Path:
         con.close()
     os.replace(temporary, target)
     return target
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
