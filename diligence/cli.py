@@ -42,9 +42,36 @@ err = Console(stderr=True)
 _state = {"debug": False}
 
 WarehouseOption = Annotated[
-    Path,
-    typer.Option("--warehouse", "-w", help="DuckDB file of the warehouse.", show_default=True),
+    str | None,
+    typer.Option(
+        "--warehouse", "-w", envvar="DILIGENCE_WAREHOUSE", show_default=False,
+        help="DuckDB file of the warehouse (default: config [warehouse] location, else "
+        f"{DEFAULT_WAREHOUSE}), or a DuckLake: ducklake:postgres:<conninfo>.",
+    ),
 ]
+DataPathOption = Annotated[
+    str | None,
+    typer.Option(
+        "--data-path", envvar="DILIGENCE_DATA_PATH", show_default=False,
+        help="A DuckLake's Parquet files: a directory or s3://... (config [warehouse] data_path).",
+    ),
+]
+
+
+def _warehouse(location: str | None, data_path: str | None) -> Any:
+    """The Warehouse of the options/env/config; one clear line when unusable."""
+    from .config import open_warehouse
+
+    return open_warehouse(location, data_path)
+
+
+def _require_data(owner: Any, *, writing: bool = False) -> None:
+    if writing and owner.is_lake:  # one clear line before anything is written
+        from .lake import check_location
+
+        check_location(owner.location)
+    if not owner.exists():
+        raise CommandError(f"no warehouse at {owner.display()}; run `diligence sync` first", EXIT_USAGE)
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -89,6 +116,8 @@ def handle_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from rich.markup import escape
+
         from .logs import configure_logging, mask_secrets
 
         secrets = _secrets()
@@ -98,7 +127,10 @@ def handle_errors(func: F) -> F:
         except typer.Exit:
             raise
         except CommandError as exc:
-            err.print(f"[red]error:[/red] {mask_secrets(str(exc), secrets)}", highlight=False)
+            err.print(
+                f"[red]error:[/red] {escape(mask_secrets(str(exc), secrets))}",
+                highlight=False, soft_wrap=True,
+            )
             raise typer.Exit(exc.code) from None
         except KeyboardInterrupt:
             err.print("interrupted")
@@ -108,7 +140,10 @@ def handle_errors(func: F) -> F:
                 raise
             known = isinstance(exc, _known_errors())
             text = str(exc) if known else f"{type(exc).__name__}: {exc}"
-            err.print(f"[red]error:[/red] {mask_secrets(text, secrets)}", highlight=False, markup=True)
+            err.print(
+                f"[red]error:[/red] {escape(mask_secrets(text, secrets))}",
+                highlight=False, markup=True, soft_wrap=True,  # one line, however long
+            )
             if not known:
                 err.print("run with --debug for the traceback", style="dim")
             raise typer.Exit(EXIT_FAILED) from None
@@ -164,7 +199,8 @@ def sync(
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="Service URL (default: dlt config base_url).")
     ] = None,
-    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
     namespace: Annotated[
         list[str] | None,
         typer.Option("--namespace", "-n", help="Company ID to sync; repeat for several (default: all)."),
@@ -194,12 +230,13 @@ def sync(
     from .progress import SyncProgress
     from .steps import run_pipeline
 
+    owner = _warehouse(warehouse, data_path)
     options: dict[str, Any] = {}
     if max_concurrency is not None:
         options["max_concurrency"] = max_concurrency
     with SyncProgress(console=err) as progress:
         result = run_pipeline(
-            warehouse,
+            owner,
             base_url=base_url,
             namespaces=namespace,
             progress=progress,
@@ -255,10 +292,11 @@ def _print_analytics(result: Any) -> None:
         highlight=False,
     )
     if not result.failed_checks:
-        out.print(f"all data checks passed; analysts' copy: {result.published}", highlight=False)
+        copy = result.published or "none (a lake: analysts ATTACH it read-only)"
+        out.print(f"all data checks passed; analysts' copy: {copy}", highlight=False)
 
 
-def _build_models(warehouse: Path, expiring_within_days: int, as_of: datetime | None, wait: float = 0.0) -> None:
+def _build_models(warehouse: Any, expiring_within_days: int, as_of: datetime | None, wait: float = 0.0) -> None:
     from .steps import run_pipeline
 
     result = run_pipeline(
@@ -275,7 +313,8 @@ def _build_models(warehouse: Path, expiring_within_days: int, as_of: datetime | 
 @app.command()
 @handle_errors
 def models(
-    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
     expiring_within_days: Annotated[
         int | None,
         typer.Option(help="Days ahead that count as 'expiring' (default: config, 30).", min=0),
@@ -289,11 +328,11 @@ def models(
     ] = 0.0,
 ) -> None:
     """(Re)build the analytics schema from raw, in one transaction, then run the checks
-    and publish the analysts' read-only copy (<warehouse>-analytics.duckdb)."""
-    if not warehouse.exists():
-        raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
+    and publish the analysts' read-only copy (<warehouse>-analytics.duckdb; a lake has none)."""
+    owner = _warehouse(warehouse, data_path)
+    _require_data(owner, writing=True)
     days = _expiring_default() if expiring_within_days is None else expiring_within_days
-    _build_models(warehouse, days, _parse_as_of(as_of), wait)
+    _build_models(owner, days, _parse_as_of(as_of), wait)
 
 
 @app.command()
@@ -303,17 +342,18 @@ def export(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for the report files.")] = Path(
         "reports"
     ),
-    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
 ) -> None:
     """Write answers, document_expiry, questionnaire_completeness, connections and
     answers_wide as <report>.<csv|parquet>."""
-    from .export import export_reports
+    from .steps import export_step
 
     if format not in ("csv", "parquet"):
         raise CommandError(f"--format must be csv or parquet, not {format!r}", EXIT_USAGE)
-    if not warehouse.exists():
-        raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
-    for exported in export_reports(warehouse, out_dir, format):  # type: ignore[arg-type]
+    owner = _warehouse(warehouse, data_path)
+    _require_data(owner)
+    for exported in export_step(owner, out_dir, [format]):
         out.print(f"{exported.path}  ({exported.rows} rows)", highlight=False)
 
 
@@ -412,20 +452,22 @@ def demo(
 
 @app.command()
 @handle_errors
-def status(warehouse: WarehouseOption = DEFAULT_WAREHOUSE) -> None:
+def status(warehouse: WarehouseOption = None, data_path: DataPathOption = None) -> None:
     """Last syncs with their outcome, row counts per table, open sync issues, freshness."""
     from .status import render_status
 
-    if not warehouse.exists():
-        raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
-    render_status(warehouse, out)
+    owner = _warehouse(warehouse, data_path)
+    _require_data(owner)
+    with owner.session(read_only=True, memory_limit=None) as con:
+        render_status(owner.display(), out, con)
 
 
 # -- report ------------------------------------------------------------------------------
 @app.command()
 @handle_errors
 def report(
-    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
     out_file: Annotated[
         Path, typer.Option("--out", "-o", help="HTML file to write.")
     ] = Path("reports/report.html"),
@@ -435,16 +477,48 @@ def report(
     Headline numbers, documents expired/expiring on a timeline, completeness per
     counterparty, what changed since the previous sync and open sync issues.
     """
-    from .report import ReportError, write_report
+    from .report import ReportError
+    from .steps import report_step
 
+    owner = _warehouse(warehouse, data_path)
     try:
-        result = write_report(warehouse, out_file)
+        if owner.path is not None and not owner.path.exists():
+            raise ReportError(f"no warehouse at {owner.path}; run `diligence sync` first")
+        result = report_step(owner, out_file)
     except ReportError as exc:  # one line, however long the path
         from rich.markup import escape
 
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     out.print(f"report: {result.path}  ({result.bytes / 1e6:.1f} MB)", highlight=False)
+
+
+# -- migrate-warehouse ----------------------------------------------------------------------
+@app.command("migrate-warehouse")
+@handle_errors
+def migrate_warehouse(
+    warehouse: Annotated[
+        Path, typer.Option("--warehouse", "-w", help="DuckDB file to convert.")
+    ] = DEFAULT_WAREHOUSE,
+    duckdb2_python: Annotated[
+        str | None,
+        typer.Option(help="A Python with duckdb==2.0.0 (default: uv's isolated environment)."),
+    ] = None,
+) -> None:
+    """Convert a warehouse file written by DuckDB 2.0 (earlier releases) to the storage
+    this release reads; the original is kept as <name>.duckdb2.bak."""
+    from .migrate import migrate_warehouse as migrate
+
+    result = migrate(warehouse, python=duckdb2_python)
+    if not result.migrated:
+        out.print(f"{warehouse} is already readable: nothing to do", highlight=False)
+        return
+    out.print(
+        f"converted {warehouse} ({len(result.row_counts)} tables, "
+        f"{sum(result.row_counts.values())} rows, counts verified) in {result.seconds:.1f}s; "
+        f"the original is kept as {result.backup}",
+        highlight=False,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -177,8 +177,8 @@ def check_location(location: WarehouseLocation) -> None:
         assert location.path is not None
         _check_writable_dir(location.path.resolve().parent, "the warehouse's directory")
         return
+    check_catalog(location)  # first: it writes nothing
     check_data_path(location)
-    check_catalog(location)
 
 
 def check_data_path(location: WarehouseLocation) -> None:
@@ -253,6 +253,32 @@ def initialise(location: WarehouseLocation, schemas: tuple[str, ...] = (RAW_DATA
             con.execute(f"create schema if not exists {schema}")
     finally:
         con.close()
+
+
+def initialise_retrying(
+    location: WarehouseLocation,
+    schemas: tuple[str, ...] = (RAW_DATASET,),
+    *,
+    attempts: int = 6,
+    backoff_seconds: float = 0.3,
+) -> None:
+    """:func:`initialise`, retried when another process initialises the same empty
+    catalog at the same moment (one of the two then finds a duplicate key or a commit
+    conflict; the next attempt finds the catalog made)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            initialise(location, schemas)
+            return
+        except (WarehouseLocationError, duckdb.Error) as exc:
+            text = str(exc)
+            racing = is_commit_conflict(exc) or "duplicate key" in text or "already exists" in text
+            if isinstance(exc, WarehouseLocationError) and (not racing or attempt == attempts):
+                raise
+            if not racing or attempt == attempts:
+                raise WarehouseLocationError(
+                    f"cannot initialise the DuckLake {location.display()}: {_first_line(exc)}"
+                ) from None
+        time.sleep(backoff_seconds * attempt * (0.5 + random.random()))
 
 
 def namespace_slug(namespace: str) -> str:
@@ -339,12 +365,13 @@ def load_retrying(
     *,
     attempts: int = 6,
     backoff_seconds: float = 0.5,
+    **run_options: Any,
 ) -> Any:
-    """``pipeline.run(data)``; on a transient commit conflict (see
+    """``pipeline.run(data, **run_options)``; on a transient commit conflict (see
     :func:`is_commit_conflict`) load the pending package again, up to `attempts` in all,
     with jittered exponential backoff. Returns dlt's LoadInfo."""
     try:
-        return pipeline.run(data)
+        return pipeline.run(data, **run_options)
     except Exception as exc:
         if attempts <= 1 or not is_commit_conflict(exc):
             raise
@@ -575,6 +602,7 @@ __all__ = [
     "check_location",
     "connect",
     "initialise",
+    "initialise_retrying",
     "is_commit_conflict",
     "is_lake_uri",
     "lake_pipeline_parts",

@@ -449,8 +449,7 @@ def copy_comments(
     """Copy the COMMENTs of the `analytics` tables and columns of one attached database
     to the same tables of another (CREATE TABLE AS does not carry them), e.g. into the
     analysts' published copy. Returns the number of comments written."""
-    for name in (source_catalog, target_catalog):
-        _require_identifier(name)
+    _require_identifier(target_catalog)  # the source is only a bound parameter
     tables = con.execute(
         "select table_name, comment from duckdb_tables() "
         "where database_name = ? and schema_name = ? and comment is not null",

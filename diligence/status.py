@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import duckdb
 from rich.console import Console
@@ -33,9 +34,12 @@ def _age(then: datetime | None) -> str:
     return f"{seconds:.0f}s ago"
 
 
-def render_status(warehouse: Path, console: Console) -> None:
-    """Print last syncs, freshness per namespace, row counts and open sync issues."""
-    con = duckdb.connect(str(warehouse), read_only=True)
+def render_status(warehouse: Path | str, console: Console, con: Any | None = None) -> None:
+    """Print last syncs, freshness per namespace, row counts and open sync issues
+    (through `con`, an open connection to the warehouse, e.g. a lake's, when given)."""
+    owned = con is None
+    if con is None:
+        con = duckdb.connect(str(warehouse), read_only=True)
     try:
         tables = table_names(con)
         if "raw.sync_runs" not in tables:
@@ -96,4 +100,5 @@ def render_status(warehouse: Path, console: Console) -> None:
             else:
                 console.print("No open sync issues.")
     finally:
-        con.close()
+        if owned:
+            con.close()
