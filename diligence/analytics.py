@@ -37,15 +37,19 @@ def rebuild_analytics(
 ) -> AnalyticsResult:
     """Build the models in one transaction, run the checks, and publish the copy.
 
-    The published copy (see :mod:`diligence.publish`) is only replaced when every
-    check passed, so analysts never see a build that failed its checks.
+    The published copy of a file warehouse (see :mod:`diligence.publish`) is only
+    replaced when every check passed, so analysts never see a build that failed its
+    checks. A lake has none: analysts attach it read-only.
     """
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     with owner.writing(wait_seconds=wait_seconds):
-        with owner.session():  # DuckDB opened once for the build, its memory bounded
-            models = build_models(owner.path, expiring_within_days=expiring_within_days, as_of=as_of)
-        checks = run_checks(owner.path)
-        published = None
-        if all(c.passed for c in checks):
-            published = publish_analytics(owner.path)
+        # DuckDB opened (or the lake attached) once for the build, the checks and the
+        # copy, its memory bounded
+        with owner.session() as con:
+            models = build_models(con, expiring_within_days=expiring_within_days, as_of=as_of)
+            checks = run_checks(con)
+            published = None
+            # a lake is read in place by analysts (read-only ATTACH): no copy
+            if owner.path is not None and all(c.passed for c in checks):
+                published = publish_analytics(owner.path, con)
     return AnalyticsResult(models=models, checks=checks, published=published)

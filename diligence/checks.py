@@ -38,14 +38,21 @@ def check_names() -> list[str]:
     return sorted(path.stem for path in CHECKS_DIR.glob("*.sql"))
 
 
-def run_checks(warehouse: Path) -> list[CheckResult]:
-    """Run every check against the warehouse; one result per check, sorted by name."""
-    results: list[CheckResult] = []
+def run_checks(warehouse: Path | duckdb.DuckDBPyConnection) -> list[CheckResult]:
+    """Run every check against the warehouse (a DuckDB file, or an open connection, e.g.
+    to a lake, that the caller closes); one result per check, sorted by name."""
+    if isinstance(warehouse, duckdb.DuckDBPyConnection):
+        return _run_checks(warehouse)
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        for name in check_names():
-            sql = (CHECKS_DIR / f"{name}.sql").read_text(encoding="utf-8")
-            count = con.execute(f"select count(*) from (\n{sql}\n)").fetchone()[0]
-            results.append(CheckResult(name=name, failing_rows=int(count)))
+        return _run_checks(con)
+
+
+def _run_checks(con: duckdb.DuckDBPyConnection) -> list[CheckResult]:
+    results: list[CheckResult] = []
+    for name in check_names():
+        sql = (CHECKS_DIR / f"{name}.sql").read_text(encoding="utf-8")
+        count = con.execute(f"select count(*) from (\n{sql}\n)").fetchone()[0]
+        results.append(CheckResult(name=name, failing_rows=int(count)))
     return results
 
 

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.markup import escape
 
 from .consoles import make_console
 from .warehouse import DEFAULT_WAREHOUSE
@@ -49,9 +48,36 @@ err = make_console(stderr=True)
 _state: dict[str, Any] = {"debug": False, "verbosity": 0, "secrets": ()}
 
 WarehouseOption = Annotated[
-    Path,
-    typer.Option("--warehouse", "-w", help="DuckDB file of the warehouse.", show_default=True),
+    str | None,
+    typer.Option(
+        "--warehouse", "-w", envvar="DILIGENCE_WAREHOUSE", show_default=False,
+        help="DuckDB file of the warehouse (default: config [warehouse] location, else "
+        f"{DEFAULT_WAREHOUSE}), or a DuckLake: ducklake:postgres:<conninfo>.",
+    ),
 ]
+DataPathOption = Annotated[
+    str | None,
+    typer.Option(
+        "--data-path", envvar="DILIGENCE_DATA_PATH", show_default=False,
+        help="A DuckLake's Parquet files: a directory or s3://... (config [warehouse] data_path).",
+    ),
+]
+
+
+def _warehouse(location: str | None, data_path: str | None) -> Any:
+    """The Warehouse of the options/env/config; one clear line when unusable."""
+    from .config import open_warehouse
+
+    return open_warehouse(location, data_path)
+
+
+def _require_data(owner: Any, *, writing: bool = False) -> None:
+    if writing and owner.is_lake:  # one clear line before anything is written
+        from .lake import check_location
+
+        check_location(owner.location)
+    if not owner.exists():
+        raise CommandError(f"no warehouse at {owner.display()}; run `diligence sync` first", EXIT_USAGE)
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -121,6 +147,8 @@ def handle_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from rich.markup import escape
+
         from .logs import configure_logging, mask_secrets
 
         _state["secrets"] = _secrets()
@@ -217,7 +245,8 @@ def sync(
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="Service URL (default: dlt config base_url).")
     ] = None,
-    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
     namespace: Annotated[
         list[str] | None,
         typer.Option("--namespace", "-n", help="Company ID to sync; repeat for several (default: all)."),
@@ -264,14 +293,15 @@ def sync(
     from .select import SelectError, parse_select
     from .steps import run_pipeline
 
+    owner = _warehouse(warehouse, data_path)
     try:
         resources = parse_select(select)
     except SelectError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
-    if resources is not None and not _has_synced(warehouse):
+    if resources is not None and not owner.synced_namespaces():
         raise CommandError(
             f"--select needs a warehouse filled by a full sync first; run `diligence sync "
-            f"--warehouse {warehouse}` without --select once", EXIT_USAGE
+            f"--warehouse {owner.display()}` without --select once", EXIT_USAGE
         )
     options: dict[str, Any] = {}
     if max_concurrency is not None:
@@ -282,7 +312,7 @@ def sync(
     with SyncProgress(console=err, interval=interval, enabled=not _quiet()) as progress:
         try:
             result = run_pipeline(
-                warehouse,
+                owner,
                 base_url=base_url,
                 namespaces=namespace,
                 progress=progress,
@@ -299,7 +329,7 @@ def sync(
             err.print(progress.interrupted_line(), highlight=False, soft_wrap=True)
             raise typer.Exit(EXIT_INTERRUPTED) from None
     assert result.sync is not None
-    _print_waited(result.waited_seconds, warehouse)
+    _print_waited(result.waited_seconds, owner.display())
     if json_summary is not None:
         from .summary import run_summary, write_summary
 
@@ -323,12 +353,6 @@ def sync(
         out.print(_final_line(result), highlight=False)
 
 
-def _has_synced(warehouse: Path) -> bool:
-    from .warehouse import Warehouse
-
-    return bool(Warehouse(warehouse).synced_namespaces())
-
-
 def _nothing_loaded(sync: Any) -> None:
     """One line for a sync that loaded no namespace: nothing was built or published."""
     if not sync.namespaces:
@@ -349,7 +373,7 @@ def _final_line(result: Any) -> str:
     return line
 
 
-def _print_waited(seconds: float, warehouse: Path) -> None:
+def _print_waited(seconds: float, warehouse: Path | str) -> None:
     if seconds and not _quiet():
         err.print(f"waited {seconds:.1f}s for another writer of {warehouse} to finish", highlight=False)
 
@@ -387,17 +411,18 @@ def _print_analytics(result: Any) -> None:
         highlight=False,
     )
     if not result.failed_checks:
-        out.print(f"all data checks passed; analysts' copy: {result.published}", highlight=False)
+        copy = result.published or "none (a lake: analysts ATTACH it read-only)"
+        out.print(f"all data checks passed; analysts' copy: {copy}", highlight=False)
 
 
-def _build_models(warehouse: Path, expiring_within_days: int, as_of: datetime | None, wait: float = 0.0) -> None:
+def _build_models(warehouse: Any, expiring_within_days: int, as_of: datetime | None, wait: float = 0.0) -> None:
     from .steps import run_pipeline
 
     result = run_pipeline(
         warehouse, sync=False, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait
     )
     assert result.analytics is not None
-    _print_waited(result.waited_seconds, warehouse)
+    _print_waited(result.waited_seconds, warehouse.display())
     if _quiet():
         if not result.analytics.failed_checks:
             out.print(f"models built; analysts' copy: {result.analytics.published}", highlight=False)
@@ -443,7 +468,8 @@ def check(
 @app.command()
 @handle_errors
 def models(
-    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
     expiring_within_days: Annotated[
         int | None,
         typer.Option(help="Days ahead that count as 'expiring' (default: config, 30).", min=0),
@@ -461,13 +487,13 @@ def models(
     ] = False,
 ) -> None:
     """(Re)build the analytics schema from raw, in one transaction, then run the checks
-    and publish the analysts' read-only copy (<warehouse>-analytics.duckdb).
+    and publish the analysts' read-only copy (<warehouse>-analytics.duckdb; a lake has none).
 
     With --as-of in the past the build would replace the analysts' copy with expiry
     as of then: it is refused unless --publish says so.
     """
-    if not warehouse.exists():
-        raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
+    owner = _warehouse(warehouse, data_path)
+    _require_data(owner, writing=True)
     days = _expiring_default() if expiring_within_days is None else expiring_within_days
     when = _parse_as_of(as_of)
     if when is not None and when < datetime.now(timezone.utc) - _AS_OF_SLACK and not publish:
@@ -475,7 +501,7 @@ def models(
             f"--as-of {as_of} is in the past: the analysts' copy would show expiry as of then; "
             "pass --publish to build and publish it anyway", EXIT_USAGE
         )
-    _build_models(warehouse, days, when, wait)
+    _build_models(owner, days, when, wait)
 
 
 @app.command()
@@ -485,17 +511,18 @@ def export(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for the report files.")] = Path(
         "reports"
     ),
-    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
 ) -> None:
     """Write answers, document_expiry, questionnaire_completeness, connections and
     answers_wide as <report>.<csv|parquet>."""
-    from .export import export_reports
+    from .steps import export_step
 
     if format not in ("csv", "parquet"):
         raise CommandError(f"--format must be csv or parquet, not {format!r}", EXIT_USAGE)
-    if not warehouse.exists():
-        raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
-    for exported in export_reports(warehouse, out_dir, format):  # type: ignore[arg-type]
+    owner = _warehouse(warehouse, data_path)
+    _require_data(owner)
+    for exported in export_step(owner, out_dir, [format]):
         out.print(f"{exported.path}  ({exported.rows} rows)", highlight=False)
 
 
@@ -595,7 +622,8 @@ def demo(
 @app.command()
 @handle_errors
 def status(
-    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the status as one JSON object (keys in the README).")
     ] = False,
@@ -606,22 +634,29 @@ def status(
 
     from .status import collect_status, render_status
 
-    data = collect_status(warehouse)
+    owner = _warehouse(warehouse, data_path)
+    if owner.is_lake:
+        _require_data(owner)
+        with owner.session(read_only=True, memory_limit=None) as con:
+            data = collect_status(owner.display(), con)
+    else:
+        data = collect_status(owner.path)
     if data["state"] == "missing" and not data["failed_attempts"]:
         if as_json:
             out.print(json.dumps(data), highlight=False, markup=False, soft_wrap=True)
-        raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
+        raise CommandError(f"no warehouse at {owner.display()}; run `diligence sync` first", EXIT_USAGE)
     if as_json:
         out.print(json.dumps(data), highlight=False, markup=False, soft_wrap=True)
     else:
-        render_status(warehouse, out, data)
+        render_status(owner.display(), out, data)
 
 
 # -- report ------------------------------------------------------------------------------
 @app.command()
 @handle_errors
 def report(
-    warehouse: WarehouseOption = DEFAULT_WAREHOUSE,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
     out_file: Annotated[
         Path, typer.Option("--out", "-o", help="HTML file to write.")
     ] = Path("reports/report.html"),
@@ -631,16 +666,48 @@ def report(
     Headline numbers, documents expired/expiring on a timeline, completeness per
     counterparty, what changed since the previous sync and open sync issues.
     """
-    from .report import ReportError, write_report
+    from .report import ReportError
+    from .steps import report_step
 
+    owner = _warehouse(warehouse, data_path)
     try:
-        result = write_report(warehouse, out_file)
+        if owner.path is not None and not owner.path.exists():
+            raise ReportError(f"no warehouse at {owner.path}; run `diligence sync` first")
+        result = report_step(owner, out_file)
     except ReportError as exc:  # one line, however long the path
         from rich.markup import escape
 
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     out.print(f"report: {result.path}  ({result.bytes / 1e6:.1f} MB)", highlight=False)
+
+
+# -- migrate-warehouse ----------------------------------------------------------------------
+@app.command("migrate-warehouse")
+@handle_errors
+def migrate_warehouse(
+    warehouse: Annotated[
+        Path, typer.Option("--warehouse", "-w", help="DuckDB file to convert.")
+    ] = DEFAULT_WAREHOUSE,
+    duckdb2_python: Annotated[
+        str | None,
+        typer.Option(help="A Python with duckdb==2.0.0 (default: uv's isolated environment)."),
+    ] = None,
+) -> None:
+    """Convert a warehouse file written by DuckDB 2.0 (earlier releases) to the storage
+    this release reads; the original is kept as <name>.duckdb2.bak."""
+    from .migrate import migrate_warehouse as migrate
+
+    result = migrate(warehouse, python=duckdb2_python)
+    if not result.migrated:
+        out.print(f"{warehouse} is already readable: nothing to do", highlight=False)
+        return
+    out.print(
+        f"converted {warehouse} ({len(result.row_counts)} tables, "
+        f"{sum(result.row_counts.values())} rows, counts verified) in {result.seconds:.1f}s; "
+        f"the original is kept as {result.backup}",
+        highlight=False,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

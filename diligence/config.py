@@ -10,6 +10,8 @@ dlt config too, and an explicit value (a CLI option, a flow parameter) always wi
     cron = "0 6 * * *"             # SCHEDULE__CRON
     timezone = "UTC"               # SCHEDULE__TIMEZONE
     [warehouse]
+    location = "data/warehouse.duckdb"   # or ducklake:postgres:<conninfo>; DILIGENCE_WAREHOUSE
+    data_path = "/srv/lake"              # a lake's Parquet files; DILIGENCE_DATA_PATH
     file_mode = "owner"            # DILIGENCE_FILE_MODE; "group": 0640/0750 (see filemodes)
     [notifications]
     block = "custom-webhook/diligence-alerts"  # NOTIFICATIONS__BLOCK: <type slug>/<name>
@@ -19,9 +21,14 @@ Nothing is imported from dlt until a value is looked up.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .warehouse import DEFAULT_WAREHOUSE
+
+if TYPE_CHECKING:
+    from .warehouse import Warehouse
 
 __all__ = [
     "DEFAULT_WAREHOUSE",
@@ -35,7 +42,12 @@ __all__ = [
     "file_mode",
     "notification_block",
     "schedule_settings",
+    "warehouse_settings",
+    "open_warehouse",
 ]
+
+WAREHOUSE_ENV = "DILIGENCE_WAREHOUSE"
+DATA_PATH_ENV = "DILIGENCE_DATA_PATH"
 
 DEFAULT_REPORTS_DIR = Path("reports")
 DEFAULT_EXPIRING_WITHIN_DAYS = 30
@@ -71,8 +83,6 @@ def schedule_settings(cron: str | None = None, timezone: str | None = None) -> t
 def file_mode(value: str | None = None) -> str:
     """``owner`` or ``group``: `value`, else env ``DILIGENCE_FILE_MODE``, else config
     ``warehouse.file_mode``, else ``owner``. Raises ValueError for anything else."""
-    import os
-
     chosen = value or os.environ.get(FILE_MODE_ENV) or _configured("warehouse.file_mode", str)
     chosen = str(chosen or "owner").strip().lower()
     if chosen not in FILE_MODES:
@@ -88,3 +98,43 @@ def notification_block(value: str | None = None) -> str | None:
     ``notifications.block``, else None (no alerts)."""
     name = value or _configured("notifications.block", str)
     return str(name) if name else None
+def warehouse_settings(
+    location: str | Path | None = None, data_path: str | Path | None = None
+) -> tuple[str | Path, str | None]:
+    """(location, data_path): each the argument, else its env var (``DILIGENCE_WAREHOUSE``,
+    ``DILIGENCE_DATA_PATH``), else config ``[warehouse] location`` / ``data_path``, else
+    ``data/warehouse.duckdb`` and no data path."""
+    # The app's own settings, not the source's: read here, never in resource code.
+    location = (
+        location
+        or os.environ.get(WAREHOUSE_ENV)
+        or _configured("warehouse.location", str)  # type: ignore[assignment]
+        or DEFAULT_WAREHOUSE
+    )
+    from .lake import is_lake_uri
+
+    if data_path or not is_lake_uri(location):
+        # a configured data path belongs to a configured lake, not to a file given here
+        return location, (str(data_path) if data_path else None)
+    data_path = (
+        os.environ.get(DATA_PATH_ENV)
+        or _configured("warehouse.data_path", str)  # type: ignore[assignment]
+        or None
+    )
+    return location, (str(data_path) if data_path else None)  # type: ignore[return-value]
+
+
+def open_warehouse(
+    location: str | Path | None = None, data_path: str | Path | None = None
+) -> Warehouse:
+    """The :class:`~diligence.warehouse.Warehouse` of the settings (see
+    :func:`warehouse_settings`). Raises one line (``WarehouseLocationError``) for a
+    malformed location, and ``WarehouseFormatError`` for a file a newer DuckDB wrote;
+    nothing is opened or written yet."""
+    from .migrate import require_readable
+    from .warehouse import Warehouse
+
+    owner = Warehouse(*warehouse_settings(location, data_path))
+    if owner.path is not None:
+        require_readable(owner.path)
+    return owner

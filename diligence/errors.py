@@ -10,6 +10,9 @@ The tree::
     ├── SettingsError               a setting is missing or invalid; never transient
     ├── WarehouseBusyError          another writer holds the warehouse (the writer lock or
     │                               an open DuckDB session); transient
+    ├── WarehouseLocationError      a warehouse location (DuckDB file or DuckLake URI) or
+    │                               its data path cannot be used (diligence.lake); never
+    │                               transient
     └── NamespaceSyncError          a namespace could not be read completely (its previous
         │                           data is kept); carries its `NamespaceOutcome`; transient
         └── UnknownNamespaceError   user-info does not list the namespace (a wrong id, or

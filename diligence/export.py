@@ -52,26 +52,36 @@ class ExportedFile:
     rows: int
 
 
-def export_reports(warehouse: Path, out_dir: Path, fmt: Format) -> list[ExportedFile]:
-    """Write every report to `out_dir/<report>.<fmt>`; return the files written."""
+def export_reports(
+    warehouse: Path | duckdb.DuckDBPyConnection, out_dir: Path, fmt: Format
+) -> list[ExportedFile]:
+    """Write every report to `out_dir/<report>.<fmt>`; return the files written.
+    `warehouse` is a DuckDB file, or an open connection (e.g. to a lake) the caller closes."""
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"unknown export format {fmt!r}; expected 'csv' or 'parquet'")
+    if isinstance(warehouse, duckdb.DuckDBPyConnection):
+        return _export_all(warehouse, Path(out_dir), fmt)
     if not Path(warehouse).is_file():
         raise ExportError(f"warehouse {warehouse} does not exist")
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return _export_all(con, Path(out_dir), fmt, f"diligence models --warehouse {warehouse}")
+
+
+def _export_all(
+    con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: Format, models_command: str = "diligence models"
+) -> list[ExportedFile]:
     out_dir = make_dirs(Path(out_dir))
     exported: list[ExportedFile] = []
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        con.execute("set TimeZone = 'UTC'")
-        missing = [report for report in REPORTS if not _table_exists(con, report)]
-        if missing:
-            raise ExportError(
-                f"no analytics tables in {warehouse} yet ({', '.join(missing)} missing): "
-                f"run `diligence models --warehouse {warehouse}` first"
-            )
-        for report, order_by in REPORTS.items():
-            path = out_dir / f"{report}.{fmt}"
-            rows = _export_one(con, report, order_by, path, fmt)
-            exported.append(ExportedFile(report=report, path=path, rows=rows))
+    con.execute("set TimeZone = 'UTC'")
+    missing = [report for report in REPORTS if not _table_exists(con, report)]
+    if missing:
+        raise ExportError(
+            f"no analytics tables yet ({', '.join(missing)} missing): run `{models_command}` first"
+        )
+    for report, order_by in REPORTS.items():
+        path = out_dir / f"{report}.{fmt}"
+        rows = _export_one(con, report, order_by, path, fmt)
+        exported.append(ExportedFile(report=report, path=path, rows=rows))
     return exported
 
 

@@ -164,7 +164,7 @@ def mart_description(model: Model, manifest: Manifest) -> Description:
 
 
 def build_models(
-    warehouse: Path,
+    warehouse: Path | duckdb.DuckDBPyConnection,
     *,
     expiring_within_days: int = 30,
     as_of: datetime | None = None,
@@ -173,7 +173,8 @@ def build_models(
 
     `as_of` is "now" for document expiry; a naive datetime is read as UTC, and the
     default is the current time. Raises `ModelError` naming the failing model; the
-    previous build then stays in place.
+    previous build then stays in place. `warehouse` is a DuckDB file, or an open
+    connection (e.g. to a lake, see `diligence.lake.connect`) that the caller closes.
     """
     if isinstance(expiring_within_days, bool) or not isinstance(expiring_within_days, int):
         raise TypeError("expiring_within_days must be an int")
@@ -183,7 +184,8 @@ def build_models(
     manifest = load_manifest()
     started = time.perf_counter()
     timings: dict[str, float] = {}
-    con = duckdb.connect(str(warehouse))
+    owned = not isinstance(warehouse, duckdb.DuckDBPyConnection)
+    con = duckdb.connect(str(warehouse)) if owned else warehouse
     try:
         con.execute("set variable as_of = cast(? as timestamp)", [as_of_utc])
         con.execute(
@@ -219,7 +221,8 @@ def build_models(
             _rollback(con)
             raise
     finally:
-        con.close()
+        if owned:
+            con.close()
     return ModelsResult(
         as_of=as_of_utc,
         expiring_within_days=expiring_within_days,
@@ -446,8 +449,7 @@ def copy_comments(
     """Copy the COMMENTs of the `analytics` tables and columns of one attached database
     to the same tables of another (CREATE TABLE AS does not carry them), e.g. into the
     analysts' published copy. Returns the number of comments written."""
-    for name in (source_catalog, target_catalog):
-        _require_identifier(name)
+    _require_identifier(target_catalog)  # the source is only a bound parameter
     tables = con.execute(
         "select table_name, comment from duckdb_tables() "
         "where database_name = ? and schema_name = ? and comment is not null",

@@ -65,35 +65,53 @@ def wait_until_writable(warehouse: Path, *, wait_seconds: float = 0.0) -> None:
             time.sleep(0.5)
 
 
-def publish_analytics(warehouse: Path) -> Path:
-    """Copy the `analytics` schema of `warehouse` into its published read-only file."""
+def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection | None = None) -> Path:
+    """Copy the `analytics` schema of `warehouse` into its published read-only file.
+
+    `con` is the step's open connection to `warehouse` (see ``Warehouse.session``);
+    without one the file is attached read-only on a connection of its own."""
     target = published_path(warehouse)
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-    con = duckdb.connect()
+    owned = con is None
+    session = duckdb.connect() if con is None else con
     try:
-        con.execute("attach ? as source (read_only)", [str(warehouse)])
+        if owned:
+            # DuckDB 1.5 takes no bound parameter in ATTACH: a quoted literal instead
+            session.execute(f"attach {_sql_string(str(warehouse))} as source (read_only)")
+            source = "source"
+        else:
+            source = session.execute("select current_database()").fetchone()[0]  # type: ignore[index]
         tables = [
             row[0]
-            for row in con.execute(
-                "select table_name from information_schema.tables where table_catalog = 'source' "
-                "and table_schema = 'analytics' and table_type = 'BASE TABLE' order by 1"
+            for row in session.execute(
+                "select table_name from information_schema.tables where table_catalog = ? "
+                "and table_schema = 'analytics' and table_type = 'BASE TABLE' order by 1",
+                [source],
             ).fetchall()
         ]
-        con.execute("attach ? as published", [str(temporary)])
-        con.execute("create schema published.analytics")
-        for table in tables:
-            con.execute(
-                f'create table published.analytics."{table}" as '
-                f'select * from source.analytics."{table}"'
-            )
-        copy_comments(con, "source", "published")  # analysts see the descriptions too
-        con.execute("detach published")
-        con.execute("detach source")
+        session.execute(f"attach {_sql_string(str(temporary))} as published")
+        try:
+            session.execute("create schema published.analytics")
+            for table in tables:
+                session.execute(
+                    f'create table published.analytics."{table}" as '
+                    f'select * from "{source}".analytics."{table}"'
+                )
+            copy_comments(session, source, "published")  # analysts see the descriptions too
+        finally:
+            session.execute("detach published")
+        if owned:
+            session.execute("detach source")
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
     finally:
-        con.close()
+        if owned:
+            session.close()
     protect(temporary)  # analysts' copy: owner-only (or group) before it is visible
     os.replace(temporary, target)
     return target
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

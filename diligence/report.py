@@ -205,11 +205,14 @@ def render_html(data: ReportData) -> str:
     )
 
 
-def write_report(warehouse: Path, out: Path = DEFAULT_REPORT) -> ReportResult:
-    """Read `warehouse` and write the report to `out` (atomically); raises
-    :class:`ReportError` when the warehouse or its analytics schema is missing."""
+def write_report(
+    warehouse: Path | str, out: Path = DEFAULT_REPORT, *, con: Any | None = None
+) -> ReportResult:
+    """Read `warehouse` (through `con`, its open connection, when given) and write the
+    report to `out` (atomically); raises :class:`ReportError` when the warehouse or its
+    analytics schema is missing."""
     started = time.perf_counter()
-    data = collect(warehouse)
+    data = collect(warehouse, con=con)
     html = render_html(data)
     make_dirs(out.parent)
     partial = out.with_name(f".{out.name}.{os.getpid()}.tmp")

@@ -87,18 +87,27 @@ def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
     return None if row is None else row[0]
 
 
-def open_warehouse(warehouse: Path) -> duckdb.DuckDBPyConnection:
-    """A read-only session on `warehouse`, or :class:`ReportError` saying what is missing."""
-    if not warehouse.exists():
-        raise ReportError(f"no warehouse at {warehouse}; run `diligence sync` first")
-    try:
-        con = duckdb.connect(str(warehouse), read_only=True)
-    except duckdb.Error as exc:
-        raise ReportError(f"cannot open {warehouse}: {str(exc).splitlines()[0]}") from None
+def open_warehouse(
+    warehouse: Path | str, con: duckdb.DuckDBPyConnection | None = None
+) -> duckdb.DuckDBPyConnection:
+    """A read-only session on `warehouse` (or `con`, the step's open connection to it,
+    e.g. a lake's), or :class:`ReportError` saying what is missing."""
+    if con is None:
+        warehouse = Path(warehouse)
+        if not warehouse.exists():
+            raise ReportError(f"no warehouse at {warehouse}; run `diligence sync` first")
+        try:
+            con = duckdb.connect(str(warehouse), read_only=True)
+        except duckdb.Error as exc:
+            raise ReportError(f"cannot open {warehouse}: {str(exc).splitlines()[0]}") from None
+        owned = True
+    else:
+        owned = False
     tables = table_names(con)
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     if missing:
-        con.close()
+        if owned:
+            con.close()
         if not any(t.startswith("analytics.") for t in tables):
             raise ReportError(f"{warehouse} has no analytics schema; run `diligence models` first")
         raise ReportError(f"{warehouse} lacks {missing[0]}; run `diligence models` first")
@@ -358,10 +367,17 @@ def _changes(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, Any]
 
 
 # -- everything -------------------------------------------------------------------------
-def collect(warehouse: Path, *, now: datetime | None = None) -> ReportData:
-    """Read everything the report shows from `warehouse` (read-only)."""
+def collect(
+    warehouse: Path | str,
+    *,
+    now: datetime | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> ReportData:
+    """Read everything the report shows from `warehouse` (read-only), through `con`
+    when the caller has it open already (it is then left open)."""
     now = now or datetime.now(timezone.utc)
-    con = open_warehouse(warehouse)
+    owned = con is None
+    con = open_warehouse(warehouse, con)
     try:
         tables = table_names(con)
         if "raw.sync_runs" in tables:
@@ -441,4 +457,5 @@ def collect(warehouse: Path, *, now: datetime | None = None) -> ReportData:
             namespace_names=namespace_names,
         )
     finally:
-        con.close()
+        if owned:
+            con.close()

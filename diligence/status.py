@@ -78,7 +78,7 @@ def _age(seconds: float | None) -> str:
     return f"{seconds:.0f}s ago"
 
 
-def _empty(warehouse: Path, state: str, holder: int | None) -> dict[str, Any]:
+def _empty(warehouse: Path | str, state: str, holder: int | None) -> dict[str, Any]:
     return {
         "warehouse": str(warehouse),
         "state": state,
@@ -100,8 +100,12 @@ def _attempts_since(warehouse: Path, since: datetime | None) -> list[dict[str, A
     return [asdict(a) for a in attempts[-10:]]
 
 
-def collect_status(warehouse: Path) -> dict[str, Any]:
-    """Everything `status` shows, as plain JSON-able values (see the module docstring)."""
+def collect_status(warehouse: Path | str, con: Any | None = None) -> dict[str, Any]:
+    """Everything `status` shows, as plain JSON-able values (see the module docstring).
+    With `con` (an open session, e.g. a lake's) it is read through that: a lake has no
+    lock file and no failed-attempts file, so those parts stay empty."""
+    if con is not None:
+        return _collect(str(warehouse), con, holder=None, attempts_of=None)
     import duckdb
 
     warehouse = Path(warehouse)
@@ -117,62 +121,71 @@ def collect_status(warehouse: Path) -> dict[str, Any]:
             raise
         return _empty(warehouse, "busy", holder)
     try:
-        tables = table_names(con)
-        if "raw.sync_runs" not in tables:
-            status = _empty(warehouse, "creating" if holder is not None else "empty", holder)
-            status["failed_attempts"] = _attempts_since(warehouse, None)
-            return status
-        status = _empty(warehouse, "ready", holder)
-        status["syncs"] = [
-            dict(zip(("sync_id", "started_at", "namespaces_ok", "namespaces_failed", "requests", "rows", "issues"),
-                     (sync_id, _iso(started), ok, failed, requests, rows, issues), strict=True))
-            for sync_id, started, ok, failed, requests, rows, issues in con.execute(
-                """
-                select sync_id, min(started_at), count(*) filter (where status = 'success'),
-                       count(*) filter (where status <> 'success'), sum(requests)::bigint,
-                       sum(rows_loaded)::bigint, sum(issues)::bigint
-                from raw.sync_runs group by sync_id order by min(started_at) desc limit 10
-                """
-            ).fetchall()
-        ]
-        for ns, last_ok, last_status, last_error in con.execute(
-            """
-            select namespace_company_id,
-                   max(synced_at) filter (where status = 'success'),
-                   arg_max(status, synced_at), arg_max(error, synced_at)
-            from raw.sync_runs group by 1 order by 1
-            """
-        ).fetchall():
-            status["namespaces"].append(
-                {
-                    "namespace_company_id": ns,
-                    "last_success_at": _iso(last_ok),
-                    "age_seconds": _age_seconds(last_ok),
-                    "last_status": last_status,
-                    "last_error": last_error,
-                }
-            )
-        counts: dict[str, int] = {}
-        for name, sql in RAW_COUNTS.items():
-            if ".".join(name.split(".")[:2]) in tables:
-                counts[name] = int(con.execute(sql).fetchall()[0][0])  # type: ignore[index]
-        for table in sorted(t for t in tables if t.startswith("analytics.")):
-            counts[table] = int(con.execute(f"select count(*) from {table}").fetchall()[0][0])  # type: ignore[index]
-        status["row_counts"] = counts
-        if "analytics.sync_issues" in tables:
-            issues = con.execute(
-                "select endpoint, http_status, count(*) from analytics.sync_issues "
-                "group by all order by 3 desc, 1, 2"
-            ).fetchall()
-            status["open_sync_issues"] = [
-                {"endpoint": e, "http_status": s, "count": int(c)} for e, s, c in issues
-            ]
-            status["open_sync_issues_total"] = sum(int(c) for _, _, c in issues)
-        last_sync = con.execute("select max(synced_at) from raw.sync_runs").fetchall()[0][0]  # type: ignore[index]
-        status["failed_attempts"] = _attempts_since(warehouse, last_sync)
-        return status
+        return _collect(warehouse, con, holder=holder, attempts_of=warehouse)
     finally:
         con.close()
+
+
+def _collect(
+    warehouse: Path | str, con: Any, *, holder: int | None, attempts_of: Path | None
+) -> dict[str, Any]:
+    def attempts(since: datetime | None) -> list[dict[str, Any]]:
+        return _attempts_since(attempts_of, since) if attempts_of is not None else []
+
+    tables = table_names(con)
+    if "raw.sync_runs" not in tables:
+        status = _empty(warehouse, "creating" if holder is not None else "empty", holder)
+        status["failed_attempts"] = attempts(None)
+        return status
+    status = _empty(warehouse, "ready", holder)
+    status["syncs"] = [
+        dict(zip(("sync_id", "started_at", "namespaces_ok", "namespaces_failed", "requests", "rows", "issues"),
+                 (sync_id, _iso(started), ok, failed, requests, rows, issues), strict=True))
+        for sync_id, started, ok, failed, requests, rows, issues in con.execute(
+            """
+            select sync_id, min(started_at), count(*) filter (where status = 'success'),
+                   count(*) filter (where status <> 'success'), sum(requests)::bigint,
+                   sum(rows_loaded)::bigint, sum(issues)::bigint
+            from raw.sync_runs group by sync_id order by min(started_at) desc limit 10
+            """
+        ).fetchall()
+    ]
+    for ns, last_ok, last_status, last_error in con.execute(
+        """
+        select namespace_company_id,
+               max(synced_at) filter (where status = 'success'),
+               arg_max(status, synced_at), arg_max(error, synced_at)
+        from raw.sync_runs group by 1 order by 1
+        """
+    ).fetchall():
+        status["namespaces"].append(
+            {
+                "namespace_company_id": ns,
+                "last_success_at": _iso(last_ok),
+                "age_seconds": _age_seconds(last_ok),
+                "last_status": last_status,
+                "last_error": last_error,
+            }
+        )
+    counts: dict[str, int] = {}
+    for name, sql in RAW_COUNTS.items():
+        if ".".join(name.split(".")[:2]) in tables:
+            counts[name] = int(con.execute(sql).fetchall()[0][0])  # type: ignore[index]
+    for table in sorted(t for t in tables if t.startswith("analytics.")):
+        counts[table] = int(con.execute(f"select count(*) from {table}").fetchall()[0][0])  # type: ignore[index]
+    status["row_counts"] = counts
+    if "analytics.sync_issues" in tables:
+        issues = con.execute(
+            "select endpoint, http_status, count(*) from analytics.sync_issues "
+            "group by all order by 3 desc, 1, 2"
+        ).fetchall()
+        status["open_sync_issues"] = [
+            {"endpoint": e, "http_status": s, "count": int(c)} for e, s, c in issues
+        ]
+        status["open_sync_issues_total"] = sum(int(c) for _, _, c in issues)
+    last_sync = con.execute("select max(synced_at) from raw.sync_runs").fetchall()[0][0]  # type: ignore[index]
+    status["failed_attempts"] = attempts(last_sync)
+    return status
 
 
 def _running_line(status: dict[str, Any]) -> str | None:
@@ -187,7 +200,7 @@ def _running_line(status: dict[str, Any]) -> str | None:
     return f"a sync (pid {pid}) is running now; below: the syncs before it"
 
 
-def render_status(warehouse: Path, console: Console, status: dict[str, Any] | None = None) -> dict[str, Any]:
+def render_status(warehouse: Path | str, console: Console, status: dict[str, Any] | None = None) -> dict[str, Any]:
     """Print last syncs, freshness per namespace, row counts, open sync issues and
     failed attempts (`status`: already collected); returns the collected status."""
     status = status if status is not None else collect_status(warehouse)

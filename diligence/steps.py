@@ -119,8 +119,9 @@ def export_step(warehouse: Warehouse, out_dir: Path, formats: Sequence[str]) -> 
     from .export import export_reports
 
     exported: list[ExportedFile] = []
-    for fmt in dict.fromkeys(formats):
-        exported += export_reports(warehouse.path, out_dir, fmt)  # type: ignore[arg-type]
+    with warehouse.session(read_only=not warehouse.locked, memory_limit=None) as con:
+        for fmt in dict.fromkeys(formats):
+            exported += export_reports(con, out_dir, fmt)  # type: ignore[arg-type]
     return exported
 
 
@@ -128,7 +129,8 @@ def report_step(warehouse: Warehouse, out_file: Path) -> ReportResult:
     """Write the HTML report of the warehouse to `out_file`."""
     from .report import write_report
 
-    return write_report(warehouse.path, out_file)
+    with warehouse.session(read_only=not warehouse.locked, memory_limit=None) as con:
+        return write_report(warehouse.display(), out_file, con=con)
 
 
 #: Taking a free writer lock (and checking that no session holds the file) takes
@@ -198,6 +200,8 @@ def run_pipeline(
         if download_to is not None:
             from .documents import download_documents
 
+            if owner.path is None:
+                raise ValueError("--download-documents needs a DuckDB file warehouse, not a lake")
             result.downloads = download_documents(owner.path, download_to, base_url=base_url)
         if models:
             result.analytics = analytics_step(

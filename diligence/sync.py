@@ -62,7 +62,8 @@ class SyncResult:
     """The outcome of :func:`run_sync`."""
 
     sync_id: str
-    warehouse: Path
+    #: the DuckDB file, or the lake's URI (password redacted)
+    warehouse: Path | str
     synced_at: datetime
     namespaces: list[NamespaceOutcome]
     #: ``extract``: start to the last namespace read; ``load``: from then to the end
@@ -167,6 +168,26 @@ def _outcome(
     )
 
 
+def _load(owner: Warehouse, namespace: str, data: Any, prepared: set[str | None]) -> Any:
+    """One namespace's dlt run: into the file's pipeline, or into the lake through the
+    namespace's own pipeline, retrying transient commit conflicts with other writers."""
+    key = None if owner.path is not None else namespace
+    pipeline = owner.pipeline(namespace)
+    if key not in prepared:
+        prepared.add(key)
+        if pipeline.has_pending_data:
+            # Left by a sync that died mid-way. This sync reads a complete, newer
+            # snapshot, which supersedes it; loading the old package first would make
+            # dlt skip the new data (it loads pending packages *instead of* extracting).
+            log.warning("discarding the unfinished load of an interrupted sync")
+            pipeline.drop_pending_packages()
+    if owner.path is not None:
+        return pipeline.run(data, loader_file_format="parquet")
+    from .lake import load_retrying
+
+    return load_retrying(pipeline, data, loader_file_format="parquet")
+
+
 def run_sync(
     warehouse: Path | Warehouse = DEFAULT_WAREHOUSE,
     *,
@@ -219,14 +240,7 @@ def run_sync(
     fetched = started
 
     with owner.writing(wait_seconds=wait_seconds):
-        pipeline = owner.pipeline()
-        if pipeline.has_pending_data:
-            # Left by a sync that died mid-way. This sync reads a complete, newer
-            # snapshot of every namespace, which supersedes it; loading the old
-            # package first would make dlt skip the new data (it loads pending
-            # packages *instead of* extracting).
-            log.warning("discarding the unfinished load of an interrupted sync")
-            pipeline.drop_pending_packages()
+        prepared: set[str | None] = set()
         staging = owner.staging_dir(sync_id)
         try:
             stream = stream_namespaces(
@@ -244,14 +258,13 @@ def run_sync(
                     began = time.perf_counter()
                     try:
                         load_info.append(
-                            pipeline.run(
-                                company_connections(result, sync_id, synced_at, resources),
-                                loader_file_format="parquet",
+                            _load(
+                                owner, ns, company_connections(result, sync_id, synced_at, resources), prepared
                             )
                         )
                     except Exception as exc:  # noqa: BLE001
                         raise SyncError(
-                            f"loading namespace {ns} into {owner.path} failed: {_describe(exc)}"
+                            f"loading namespace {ns} into {owner.display()} failed: {_describe(exc)}"
                         ) from exc
                     finally:
                         folder = getattr(result, "folder", None)
@@ -276,7 +289,7 @@ def run_sync(
 
     result = SyncResult(
         sync_id=sync_id,
-        warehouse=owner.path,
+        warehouse=owner.path if owner.path is not None else owner.display(),
         synced_at=synced_at,
         namespaces=outcomes,
         timings={"extract": fetched - started, "load": finished - fetched},

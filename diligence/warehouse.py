@@ -1,13 +1,19 @@
 """The warehouse and its one owner while a step writes it.
 
-:class:`Warehouse` owns a DuckDB warehouse file for a step: it takes the writer lock
-(``<warehouse>.lock``) once, waits until no other process holds the file open, and
-hands out what the steps need: the dlt pipeline that writes `raw`, the staging folder
-of the sync's fetch, and DuckDB connections::
+A warehouse is a DuckDB file (the default) or a DuckLake with a PostgreSQL catalog
+(``ducklake:postgres:<conninfo>`` plus a data path, see :mod:`diligence.lake`).
+:class:`Warehouse` owns either for a step. For a file it takes the writer lock
+(``<warehouse>.lock``) once and waits until no other process holds the file open; for
+a lake it proves the catalog and data path usable before anything is written (the lake
+itself takes concurrent writers). It hands out what the steps need: the dlt pipeline
+that writes `raw` (one per namespace on a lake), the staging folder of the sync's
+fetch, and ONE DuckDB connection per step (:meth:`Warehouse.session`), which the
+models, checks, publish and exports all use::
 
-    with Warehouse(path).writing(wait_seconds=30) as wh:
-        pipeline = wh.pipeline()          # created once, cached
-        ... load, build models, run checks, publish ...
+    with Warehouse(location, data_path).writing(wait_seconds=30) as wh:
+        pipeline = wh.pipeline(namespace)  # created once, cached
+        with wh.session() as con:          # the file opened / the lake attached once
+            ... build models, run checks, publish, export on `con` ...
 
 This module imports no dlt or DuckDB at import time (``DEFAULT_WAREHOUSE`` is cheap to
 import for the CLI); they are imported where they are used.
@@ -18,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import shutil
 import threading
@@ -31,6 +38,8 @@ from .filemodes import make_dirs, protect, protect_tree
 
 if TYPE_CHECKING:
     from dlt.common.pipeline import SupportsPipeline
+
+    from .lake import WarehouseLocation
 
 __all__ = [
     "DEFAULT_WAREHOUSE",
@@ -195,24 +204,67 @@ def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
 
 
 class Warehouse:
-    """The owner of one warehouse file while a step (or the whole pipeline) writes it."""
+    """The owner of one warehouse (a DuckDB file or a DuckLake) while a step writes it.
 
-    def __init__(self, path: Path = DEFAULT_WAREHOUSE) -> None:
-        self.path = Path(path).expanduser()
-        self._pipeline: SupportsPipeline | None = None
+    `location` is a DuckDB file path, a ``ducklake:postgres:<conninfo>`` URI (then
+    `data_path` is required), or a parsed :class:`~diligence.lake.WarehouseLocation`.
+    A malformed location raises :class:`~diligence.lake.WarehouseLocationError` here.
+    """
+
+    def __init__(
+        self,
+        location: Path | str | WarehouseLocation = DEFAULT_WAREHOUSE,
+        data_path: str | Path | None = None,
+        *,
+        pipelines_root: Path | None = None,
+    ) -> None:
+        from .lake import WarehouseLocation, parse_location
+
+        if not isinstance(location, WarehouseLocation):
+            location = parse_location(location, data_path)
+        self.location = location
+        #: the DuckDB file; None for a lake
+        self.path: Path | None = location.path.expanduser() if location.path else None
+        self._pipelines_root = pipelines_root
+        self._pipelines: dict[str | None, SupportsPipeline] = {}
         self._locked = False
+        self._checked = False
+        self._con: Any = None
+        self._con_users = 0
 
     def __repr__(self) -> str:
-        return f"Warehouse({str(self.path)!r})"
+        return f"Warehouse({self.display()!r})"
+
+    @property
+    def is_lake(self) -> bool:
+        return self.location.is_lake
+
+    def display(self) -> str:
+        """The location for messages: the file path, or the lake URI without password."""
+        return str(self.path) if self.path is not None else self.location.display()
 
     @contextlib.contextmanager
     def writing(self, *, wait_seconds: float = 0.0) -> Iterator[Warehouse]:
-        """Hold the writer lock and make sure no other process has the file open.
+        """Hold the warehouse for writing.
 
-        Re-entrant: a step run inside another step's `writing` reuses the lock.
+        A file: hold the writer lock and make sure no other process has it open (a file
+        written by a newer DuckDB stops here with the command that converts it). A lake:
+        check the catalog and data path once and create the `raw` schema, so concurrent
+        writers never initialise an empty catalog at the same time. Re-entrant: a step
+        run inside another step's `writing` reuses the lock.
         """
+        if self.path is None:
+            if not self._checked:
+                from .lake import initialise_retrying
+
+                initialise_retrying(self.location)
+                self._checked = True
+            yield self
+            return
+        from .migrate import require_readable
         from .publish import wait_until_writable
 
+        require_readable(self.path)
         with writer_lock(self.path, wait_seconds=wait_seconds):
             if not self._locked:
                 wait_until_writable(self.path, wait_seconds=wait_seconds)
@@ -228,57 +280,135 @@ class Warehouse:
         return self._locked
 
     def exists(self) -> bool:
-        return self.path.exists()
+        """A file: it exists. A lake: its catalog holds a `raw` schema."""
+        if self.path is not None:
+            return self.path.exists()
+        with self.session(read_only=True) as con:
+            return bool(
+                con.execute(
+                    "select count(*) from information_schema.schemata "
+                    "where catalog_name = current_database() and schema_name = 'raw'"
+                ).fetchone()[0]
+            )
 
-    def pipeline(self) -> SupportsPipeline:
-        """The dlt pipeline that writes `raw` (created once per owner)."""
-        if self._pipeline is None:
-            self._pipeline = pipeline_for(self.path)
-        return self._pipeline
+    @property
+    def pipelines_root(self) -> Path:
+        """dlt's working folders: beside the file, or for a lake (whose writers are
+        separate processes) under ``data/.dlt-pipelines/lake-<digest of the URI>``."""
+        if self._pipelines_root is not None:
+            return self._pipelines_root
+        if self.path is not None:
+            return pipelines_dir_of(self.path)
+        digest = hashlib.sha256(self.location.uri.encode()).hexdigest()[:12]
+        return DEFAULT_WAREHOUSE.parent.resolve() / ".dlt-pipelines" / f"lake-{digest}"
+
+    def pipeline(self, namespace: str | None = None) -> SupportsPipeline:
+        """The dlt pipeline that writes `raw` (created once per owner). A lake has one per
+        namespace (dlt-hub/dlt#4297: concurrent runs must not share pipeline state or
+        staging dataset), so `namespace` is required there."""
+        if self.path is not None:
+            namespace = None
+        elif namespace is None:
+            raise ValueError("a lake's pipeline belongs to one namespace: pass it")
+        if namespace not in self._pipelines:
+            if self.path is not None:
+                self._pipelines[None] = pipeline_for(self.path)
+            else:
+                self._pipelines[namespace] = self._lake_pipeline(namespace)
+        return self._pipelines[namespace]
+
+    def pipelines(self) -> list[SupportsPipeline]:
+        """The pipelines created so far."""
+        return list(self._pipelines.values())
+
+    def _lake_pipeline(self, namespace: str) -> SupportsPipeline:
+        import dlt
+
+        from .lake import lake_pipeline_parts
+
+        parts = lake_pipeline_parts(self.location, namespace, pipelines_root=self.pipelines_root)
+        self.pipelines_root.chmod(0o700)
+        dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
+        dlt.config["restore_from_destination"] = False
+        return dlt.pipeline(
+            pipeline_name=parts.pipeline_name,
+            destination=parts.destination,
+            dataset_name=parts.dataset_name,
+            pipelines_dir=str(parts.pipelines_dir),
+            progress=None,
+        )
 
     def staging_dir(self, sync_id: str) -> Path:
         """An owner-only folder where a sync stages its fetched rows.
 
-        Folders of earlier syncs (left by a process that was killed) are deleted: no
-        run ever loads another run's staged rows.
+        Folders of earlier syncs left by a process that was killed are deleted: no run
+        ever loads another run's staged rows. On a lake, several sync processes share
+        the root, so only folders of processes that are gone are deleted.
         """
-        root = pipelines_dir_of(self.path) / "staging"
+        root = self.pipelines_root / "staging"
+        pid = os.getpid()
         if root.exists():
             for old in root.iterdir():
+                owner = old.name.rsplit("-", 1)[-1]
+                if self.path is None and owner.isdigit() and int(owner) != pid and _alive(int(owner)):
+                    continue
                 shutil.rmtree(old, ignore_errors=True)
         make_dirs(root, own=True)
-        return make_dirs(root / sync_id, own=True)
+        return make_dirs(root / f"{sync_id}-{pid}", own=True)
 
     @contextlib.contextmanager
-    def session(self, *, memory_limit: str = MODELS_MEMORY_LIMIT) -> Iterator[Any]:
-        """Open DuckDB once for a step, with the step's memory limit.
+    def session(
+        self, *, memory_limit: str | None = MODELS_MEMORY_LIMIT, read_only: bool = False
+    ) -> Iterator[Any]:
+        """Open DuckDB once for a step (the file, or an in-memory DuckDB with the lake
+        attached and selected), with the step's memory limit; nested sessions reuse it.
 
-        While the session is open, every other connection this process opens to the file
-        (without a config of its own) shares its database instance, so its memory limit
-        bounds them all (the model build, for one).
+        While a file's session is open, every other connection this process opens to the
+        file (without a config of its own) shares its database instance, so its memory
+        limit bounds them all.
         """
-        con = self.connect()
+        if self._con is not None:
+            self._con_users += 1
+            try:
+                yield self._con
+            finally:
+                self._con_users -= 1
+            return
+        con = self.connect(read_only=read_only)
+        self._con, self._con_users = con, 1
         try:
-            con.execute(f"set memory_limit = '{memory_limit}'")
+            if self.path is None:
+                # A lake's DuckDB lives in memory: the model build's transaction holds its
+                # new tables there until the commit writes them out, so no tight bound.
+                memory_limit = None
+            if memory_limit is not None:  # None: DuckDB's default (exports, reading)
+                con.execute(f"set memory_limit = '{memory_limit}'")
             yield con
         finally:
+            self._con, self._con_users = None, 0
             con.close()
 
     def connect(self, *, read_only: bool = False) -> Any:
-        """A DuckDB connection to the file (the caller closes it)."""
+        """A new DuckDB connection to the warehouse (the caller closes it)."""
+        if self.path is None:
+            from .lake import connect
+
+            return connect(self.location, read_only=read_only)
         import duckdb
 
+        from .migrate import require_readable
+
+        require_readable(self.path)
         return duckdb.connect(str(self.path), read_only=read_only)
 
     def synced_namespaces(self) -> list[str]:
         """Namespaces that some earlier sync loaded successfully."""
-        if not self.path.exists():
+        if self.path is not None and not self.path.exists():
             return []
-        con = self.connect(read_only=True)
-        try:
+        with self.session(read_only=self._con is None and self.path is not None) as con:
             exists = con.execute(
-                "select count(*) from information_schema.tables "
-                "where table_schema = 'raw' and table_name = 'sync_runs'"
+                "select count(*) from information_schema.tables where table_catalog = "
+                "current_database() and table_schema = 'raw' and table_name = 'sync_runs'"
             ).fetchall()[0][0]
             if not exists:
                 return []
@@ -286,9 +416,17 @@ class Warehouse:
                 "select distinct namespace_company_id from raw.sync_runs "
                 "where status = 'success' order by 1"
             ).fetchall()
-        finally:
-            con.close()
         return [row[0] for row in rows]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def table_names(con: Any) -> set[str]:

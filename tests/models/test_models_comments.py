@@ -61,8 +61,8 @@ def test_every_analytics_table_and_column_has_a_comment(tmp_path: Path) -> None:
 def test_copy_comments_into_another_database(clean_warehouse: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy.duckdb"
     with duckdb.connect() as con:
-        con.execute("attach ? as source (read_only)", [str(clean_warehouse)])
-        con.execute("attach ? as published", [str(copy)])
+        con.execute(f"attach '{clean_warehouse}' as source (read_only)")
+        con.execute(f"attach '{copy}' as published")
         con.execute("create schema published.analytics")
         con.execute("create table published.analytics.answers as from source.analytics.answers")
         written = copy_comments(con, "source", "published")

@@ -1,0 +1,613 @@
+"""Where the warehouse lives when it is a lake: parse, validate, attach.
+
+A warehouse location is either a DuckDB file path (the default) or a DuckLake whose
+catalog is PostgreSQL, spelled as DuckDB spells it: ``ducklake:postgres:<libpq conninfo>``
+(for example ``ducklake:postgres:dbname=lake host=db.internal user=loader``). A lake also
+needs a data path for its Parquet files: a local directory or an object-storage URL.
+
+The shape:
+
+- :func:`parse_location` turns the two settings into a :class:`WarehouseLocation`, or
+  raises :class:`WarehouseLocationError` (one line, never a password).
+- :func:`check_location` proves a lake usable before anything is written: the data path
+  takes a file and the catalog answers.
+- :func:`connect` opens a DuckDB connection with the lake attached and selected
+  (``USE``), so ``raw.*`` and ``analytics.*`` resolve exactly as in a DuckDB file: the
+  models, checks and exports run unchanged on it.
+- :func:`lake_pipeline_parts` is what the dlt pipeline factory needs for one namespace's
+  run: the ducklake destination plus the isolation concurrent writers need
+  (dlt-hub/dlt#4297: own pipeline name, pipelines dir and staging dataset).
+- :func:`analyst_attach_sql` is the read-only ATTACH analysts paste into DuckDB.
+
+The extensions (ducklake, postgres) load from the ``duckdb-extension-*`` wheels, so no
+network is needed. The catalog's metadata lives in PostgreSQL's default schema, the one a
+plain ``ATTACH 'ducklake:postgres:...'`` uses, so the analysts' line and dlt's writers see
+the same lake.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
+
+import duckdb
+
+from .errors import DiligenceError
+
+if TYPE_CHECKING:
+    from dlt.common.destination import Destination
+    from dlt.common.pipeline import SupportsPipeline
+
+LAKE_PREFIX = "ducklake:postgres:"
+DEFAULT_ALIAS = "lake"
+#: PostgreSQL's default schema, where a plain ATTACH keeps DuckLake's metadata tables.
+METADATA_SCHEMA = "public"
+#: Seconds libpq waits for the catalog before giving up, unless the conninfo says otherwise.
+CONNECT_TIMEOUT_SECONDS = 10
+PIPELINE_PREFIX = "company_connections"
+RAW_DATASET = "raw"
+EXTENSIONS = ("ducklake", "postgres")
+
+_REMOTE_DATA_PATH = re.compile(r"^(s3|s3a|gcs|gs|az|azure|abfss|r2|hf)://[^/\s]+", re.IGNORECASE)
+_KEYWORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SECRET_KEYS = ("password", "sslpassword")
+_IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
+_CONFLICT_MARKERS = ("Transaction conflict", "Failed to commit DuckLake transaction")
+_installed: set[str] = set()
+_install_lock = threading.Lock()
+
+
+class WarehouseLocationError(DiligenceError):
+    """The warehouse location or its data path cannot be used; the message is one line
+    and never shows a password. Not transient: retrying the same settings fails the same."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(redact(message).split()), transient=False)
+
+
+@dataclass(frozen=True)
+class WarehouseLocation:
+    """A parsed warehouse location: a DuckDB file, or a DuckLake with its data path."""
+
+    path: Path | None = None  # the DuckDB file; None for a lake
+    conninfo: str | None = field(default=None, repr=False)  # libpq conninfo of the catalog
+    data_path: str | None = None  # the lake's Parquet files: a directory or a URL
+
+    @property
+    def is_lake(self) -> bool:
+        return self.conninfo is not None
+
+    @property
+    def uri(self) -> str:
+        """The location as given to ``ATTACH`` (holds the password if the conninfo does)."""
+        if self.conninfo is None:
+            return str(self.path)
+        return LAKE_PREFIX + self.conninfo
+
+    def display(self) -> str:
+        """The location for messages and logs: passwords redacted."""
+        return redact(self.uri)
+
+    def __repr__(self) -> str:
+        if self.conninfo is None:
+            return f"WarehouseLocation(path={str(self.path)!r})"
+        return f"WarehouseLocation(uri={self.display()!r}, data_path={self.data_path!r})"
+
+    __str__ = display
+
+
+@dataclass(frozen=True)
+class LakePipelineParts:
+    """What the dlt pipeline factory needs to write one namespace's run into a lake."""
+
+    pipeline_name: str
+    pipelines_dir: Path
+    dataset_name: str
+    staging_dataset_name_layout: str
+    destination: Destination[Any, Any] = field(repr=False)
+
+
+def redact(text: str) -> str:
+    """`text` with the values of password keys in conninfos and URL userinfo passwords
+    replaced by ``***``."""
+    for key in _SECRET_KEYS:
+        text = re.sub(
+            rf"(\b{key}\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", text, flags=re.IGNORECASE
+        )
+    return re.sub(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]*@", r"\1***@", text, flags=re.I)
+
+
+def is_lake_uri(location: str | Path) -> bool:
+    """True when `location` names a DuckLake rather than a DuckDB file."""
+    return isinstance(location, str) and location.strip().lower().startswith("ducklake:")
+
+
+def parse_location(
+    location: str | Path, data_path: str | Path | None = None
+) -> WarehouseLocation:
+    """Parse ``--warehouse`` and ``--data-path``.
+
+    A location starting with ``ducklake:`` must be ``ducklake:postgres:<conninfo>`` with
+    a well-formed conninfo naming a ``dbname``, and needs a data path; anything else is a
+    DuckDB file path (a data path is then an error: it would be silently ignored).
+    """
+    if isinstance(location, Path) or not is_lake_uri(location):
+        text = str(location).strip()
+        if not text:
+            raise WarehouseLocationError("the warehouse location is empty")
+        if data_path is not None and str(data_path).strip():
+            raise WarehouseLocationError(
+                f"a data path is only used by a DuckLake warehouse, not by the DuckDB file {text}"
+            )
+        return WarehouseLocation(path=Path(text).expanduser())
+    stripped = location.strip()
+    if not stripped.lower().startswith(LAKE_PREFIX):
+        scheme = ":".join(stripped.split(":", 2)[:2])
+        raise WarehouseLocationError(
+            f"unsupported warehouse URI {scheme}:...: "
+            f"expected {LAKE_PREFIX}<conninfo>, e.g. {LAKE_PREFIX}dbname=lake host=db user=loader"
+        )
+    conninfo = stripped[len(LAKE_PREFIX) :].strip()
+    pairs = _parse_conninfo(conninfo)
+    if not pairs.get("dbname"):
+        raise WarehouseLocationError(
+            f"the DuckLake catalog {redact(stripped)!r} names no database: add dbname=<name>"
+        )
+    if data_path is None or not str(data_path).strip():
+        raise WarehouseLocationError(
+            "a DuckLake warehouse needs a data path for its Parquet files: "
+            "--data-path DIR (or [warehouse] data_path, DILIGENCE_DATA_PATH)"
+        )
+    return WarehouseLocation(conninfo=conninfo, data_path=_normalise_data_path(data_path))
+
+
+def check_location(location: WarehouseLocation) -> None:
+    """Prove a lake usable before anything is written: its data path takes a file and its
+    catalog answers. A DuckDB file's directory must be writable. Raises
+    :class:`WarehouseLocationError`."""
+    if not location.is_lake:
+        assert location.path is not None
+        _check_writable_dir(location.path.resolve().parent, "the warehouse's directory")
+        return
+    check_catalog(location)  # first: it writes nothing
+    check_data_path(location)
+
+
+def check_data_path(location: WarehouseLocation) -> None:
+    """A local data path must be (or become) a directory that takes a file; an object
+    storage URL is checked by its first write, with the credentials DuckDB is given."""
+    assert location.data_path is not None
+    if _REMOTE_DATA_PATH.match(location.data_path):
+        return
+    _check_writable_dir(Path(location.data_path), "the data path")
+
+
+def check_catalog(location: WarehouseLocation) -> None:
+    """Connect to the catalog database (no DuckLake attach), or raise one clear line."""
+    assert location.conninfo is not None
+    con = duckdb.connect()
+    try:
+        _load_extensions(con)
+        try:
+            con.execute(
+                f"attach {_sql_literal(_with_timeout(location.conninfo))} "
+                "as catalog_probe (type postgres, read_only)"
+            )
+        except duckdb.Error as exc:
+            raise WarehouseLocationError(
+                f"cannot reach the DuckLake catalog {location.display()}: {_first_line(exc)}"
+            ) from None
+    finally:
+        con.close()
+
+
+def connect(
+    location: WarehouseLocation,
+    *,
+    read_only: bool = False,
+    alias: str = DEFAULT_ALIAS,
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection to the warehouse. For a lake: an in-memory DuckDB with the lake
+    attached as `alias` and selected with ``USE``, so unqualified ``raw.*`` and
+    ``analytics.*`` resolve in it. The caller closes the connection."""
+    if not location.is_lake:
+        assert location.path is not None
+        return duckdb.connect(str(location.path), read_only=read_only)
+    _require_identifier(alias)
+    con = duckdb.connect()
+    try:
+        _load_extensions(con)
+        con.execute(_attach_sql(location, alias, read_only=read_only, with_timeout=True))
+        con.execute(f"use {alias}")
+    except duckdb.Error as exc:
+        con.close()
+        raise WarehouseLocationError(
+            f"cannot open the DuckLake {location.display()}: {_first_line(exc)}"
+        ) from None
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def initialise(location: WarehouseLocation, schemas: tuple[str, ...] = (RAW_DATASET,)) -> None:
+    """Create the lake's catalog (on first use) and `schemas`, as one process, before
+    concurrent writers start: two writers initialising an empty catalog at once collide
+    in PostgreSQL. Idempotent. A DuckDB file needs nothing."""
+    if not location.is_lake:
+        return
+    check_location(location)
+    for schema in schemas:
+        _require_identifier(schema)
+    con = connect(location)
+    try:
+        for schema in schemas:
+            con.execute(f"create schema if not exists {schema}")
+    finally:
+        con.close()
+
+
+def initialise_retrying(
+    location: WarehouseLocation,
+    schemas: tuple[str, ...] = (RAW_DATASET,),
+    *,
+    attempts: int = 6,
+    backoff_seconds: float = 0.3,
+) -> None:
+    """:func:`initialise`, retried when another process initialises the same empty
+    catalog at the same moment (one of the two then finds a duplicate key or a commit
+    conflict; the next attempt finds the catalog made)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            initialise(location, schemas)
+            return
+        except (WarehouseLocationError, duckdb.Error) as exc:
+            text = str(exc)
+            racing = is_commit_conflict(exc) or "duplicate key" in text or "already exists" in text
+            if isinstance(exc, WarehouseLocationError) and (not racing or attempt == attempts):
+                raise
+            if not racing or attempt == attempts:
+                raise WarehouseLocationError(
+                    f"cannot initialise the DuckLake {location.display()}: {_first_line(exc)}"
+                ) from None
+        time.sleep(backoff_seconds * attempt * (0.5 + random.random()))
+
+
+def namespace_slug(namespace: str) -> str:
+    """A short identifier unique to `namespace`: its safe characters plus a digest, so two
+    namespaces differing only in punctuation still get different names."""
+    safe = re.sub(r"[^a-z0-9]+", "_", namespace.lower()).strip("_")[:40] or "ns"
+    digest = hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:8]
+    return f"{safe}_{digest}"
+
+
+def lake_pipeline_parts(
+    location: WarehouseLocation,
+    namespace: str,
+    *,
+    pipelines_root: Path,
+    ducklake_name: str = DEFAULT_ALIAS,
+) -> LakePipelineParts:
+    """The dlt destination and the per-namespace isolation for one namespace's run.
+
+    Concurrent runs into one lake must not share dlt's pipeline state or its staging
+    dataset (dlt-hub/dlt#4297: rows are silently lost otherwise), so each namespace gets
+    its own pipeline name, pipelines dir under `pipelines_root` (owner-only: it holds
+    load packages of confidential rows) and staging dataset. Use it as
+    ``dlt.pipeline(pipeline_name=..., pipelines_dir=..., destination=...,
+    dataset_name=...)``.
+    """
+    if not location.is_lake:
+        raise WarehouseLocationError(
+            f"{location.display()} is a DuckDB file, not a DuckLake: no lake pipeline for it"
+        )
+    _require_identifier(ducklake_name)
+    import dlt
+    from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials
+
+    slug = namespace_slug(namespace)
+    layout = f"%s_staging_{slug}"
+    pipelines_dir = pipelines_root.expanduser().resolve() / slug
+    pipelines_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    pipelines_dir.chmod(0o700)
+    assert location.data_path is not None
+    credentials = DuckLakeCredentials(
+        ducklake_name,
+        catalog=catalog_url(location),
+        storage=location.data_path,
+        metadata_schema=METADATA_SCHEMA,
+    )
+    # The ducklake attach autoloads the extensions from DuckDB's extension directory:
+    # install them there from the wheels once per process.
+    with duckdb.connect() as probe:
+        _load_extensions(probe)
+    destination = dlt.destinations.ducklake(
+        credentials=credentials, staging_dataset_name_layout=layout
+    )
+    return LakePipelineParts(
+        pipeline_name=f"{PIPELINE_PREFIX}_{slug}",
+        pipelines_dir=pipelines_dir,
+        dataset_name=RAW_DATASET,
+        staging_dataset_name_layout=layout,
+        destination=destination,
+    )
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """True when `exc` (or what caused it) is a transient DuckLake commit conflict between
+    concurrent writers: two runs creating the same table or column, or committing to the
+    same table at once. Retrying the load is safe: dlt re-reads the destination and
+    applies only what is missing."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__name__ == "SchemaUpdateError":
+            return True
+        text = str(current)
+        if any(marker in text for marker in _CONFLICT_MARKERS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def load_retrying(
+    pipeline: SupportsPipeline,
+    data: Any,
+    *,
+    attempts: int = 6,
+    backoff_seconds: float = 0.5,
+    **run_options: Any,
+) -> Any:
+    """``pipeline.run(data, **run_options)``; on a transient commit conflict (see
+    :func:`is_commit_conflict`) load the pending package again, up to `attempts` in all,
+    with jittered exponential backoff. Returns dlt's LoadInfo."""
+    try:
+        return pipeline.run(data, **run_options)
+    except Exception as exc:
+        if attempts <= 1 or not is_commit_conflict(exc):
+            raise
+    for attempt in range(2, attempts + 1):
+        time.sleep(backoff_seconds * 2 ** (attempt - 2) * (0.5 + random.random()))
+        try:
+            return pipeline.load()
+        except Exception as exc:
+            if attempt == attempts or not is_commit_conflict(exc):
+                raise
+    raise AssertionError("unreachable")
+
+
+def catalog_url(location: WarehouseLocation) -> str:
+    """The catalog conninfo as the ``postgres://`` URL dlt's ducklake credentials take
+    (it holds the password if the conninfo does: never log it; use :func:`redact`)."""
+    assert location.conninfo is not None
+    pairs = _parse_conninfo(_with_timeout(location.conninfo))
+    user = pairs.pop("user", "")
+    password = pairs.pop("password", "")
+    host = pairs.pop("host", "")
+    port = pairs.pop("port", "")
+    dbname = pairs.pop("dbname")
+    userinfo = ""
+    if user:
+        userinfo = quote(user, safe="")
+        if password:
+            userinfo += ":" + quote(password, safe="")
+        userinfo += "@"
+    netloc = userinfo
+    if host and not host.startswith("/"):
+        netloc += host + (f":{port}" if port else "")
+    else:
+        if host:
+            pairs["host"] = host
+        if port:
+            pairs["port"] = port
+    query = f"?{urlencode(pairs)}" if pairs else ""
+    return f"postgres://{netloc}/{quote(dbname, safe='')}{query}"
+
+
+def analyst_attach_sql(location: WarehouseLocation, alias: str = DEFAULT_ALIAS) -> str:
+    """The lines an analyst runs in DuckDB (1.5.5, with the ducklake and postgres
+    extensions) to read the lake; passwords are redacted: supply yours via PGPASSWORD
+    or ~/.pgpass."""
+    if not location.is_lake:
+        raise WarehouseLocationError(
+            f"{location.display()} is a DuckDB file: analysts open its published copy"
+        )
+    _require_identifier(alias)
+    conninfo = _strip_secrets(location.conninfo or "")
+    return "\n".join(
+        (
+            "INSTALL ducklake; INSTALL postgres; LOAD ducklake; LOAD postgres;",
+            f"ATTACH {_sql_literal(LAKE_PREFIX + conninfo)} AS {alias} "
+            f"(DATA_PATH {_sql_literal(location.data_path or '')}, READ_ONLY);",
+            f"USE {alias};",
+        )
+    )
+
+
+def _attach_sql(
+    location: WarehouseLocation, alias: str, *, read_only: bool, with_timeout: bool
+) -> str:
+    conninfo = location.conninfo or ""
+    if with_timeout:
+        conninfo = _with_timeout(conninfo)
+    options = [f"DATA_PATH {_sql_literal(location.data_path or '')}"]
+    if read_only:
+        options.append("READ_ONLY")
+    return (
+        f"attach {_sql_literal(LAKE_PREFIX + conninfo)} as {alias} ({', '.join(options)})"
+    )
+
+
+def _load_extensions(con: duckdb.DuckDBPyConnection) -> None:
+    """Install the lake's extensions from their wheels (once per process) and load them."""
+    with _install_lock:
+        for name in EXTENSIONS:
+            if name not in _installed:
+                try:
+                    import duckdb_extensions
+
+                    duckdb_extensions.import_extension(name, con=con)
+                except (ImportError, duckdb.Error) as exc:
+                    raise WarehouseLocationError(
+                        f"cannot install DuckDB's {name} extension from its wheel "
+                        f"(duckdb-extension-{name}=={duckdb.__version__}): {_first_line(exc)}"
+                    ) from None
+                _installed.add(name)
+    for name in EXTENSIONS:
+        con.execute(f"load {name}")
+
+
+def _parse_conninfo(conninfo: str) -> dict[str, str]:
+    """libpq's ``key=value`` conninfo (values may be single-quoted, with backslash
+    escapes) as a dict; a malformed one raises :class:`WarehouseLocationError`."""
+    # A malformed conninfo may hold a password where a key should be: never echo its text.
+    if not conninfo:
+        raise WarehouseLocationError(f"the DuckLake URI has no conninfo after {LAKE_PREFIX!r}")
+    if "://" in conninfo:
+        raise WarehouseLocationError(
+            "the DuckLake catalog must be a libpq conninfo (key=value ...), not a URL"
+        )
+    pairs: dict[str, str] = {}
+    position, length = 0, len(conninfo)
+    while position < length:
+        while position < length and conninfo[position].isspace():
+            position += 1
+        if position >= length:
+            break
+        match = _KEYWORD.match(conninfo, position)
+        if not match:
+            raise WarehouseLocationError(
+                f"malformed DuckLake conninfo: expected key=value at character {position + 1}"
+            )
+        key = match.group(0).lower()
+        position = match.end()
+        while position < length and conninfo[position].isspace():
+            position += 1
+        if position >= length or conninfo[position] != "=":
+            raise WarehouseLocationError(
+                f"malformed DuckLake conninfo: a key has no '=value' at character {position + 1}"
+            )
+        position += 1
+        while position < length and conninfo[position].isspace():
+            position += 1
+        value: list[str] = []
+        if position < length and conninfo[position] == "'":
+            position += 1
+            closed = False
+            while position < length:
+                char = conninfo[position]
+                if char == "\\" and position + 1 < length:
+                    value.append(conninfo[position + 1])
+                    position += 2
+                    continue
+                if char == "'":
+                    closed = True
+                    position += 1
+                    break
+                value.append(char)
+                position += 1
+            if not closed:
+                raise WarehouseLocationError(
+                    f"malformed DuckLake conninfo: unterminated quote in the value of {key!r}"
+                )
+        else:
+            while position < length and not conninfo[position].isspace():
+                char = conninfo[position]
+                if char == "\\" and position + 1 < length:
+                    value.append(conninfo[position + 1])
+                    position += 2
+                    continue
+                value.append(char)
+                position += 1
+        if key in pairs:
+            raise WarehouseLocationError(f"malformed DuckLake conninfo: {key!r} given twice")
+        pairs[key] = "".join(value)
+    if "port" in pairs and not pairs["port"].isdigit():
+        raise WarehouseLocationError("malformed DuckLake conninfo: port must be a number")
+    return pairs
+
+
+def _format_conninfo(pairs: dict[str, str]) -> str:
+    def value(text: str) -> str:
+        if text and not re.search(r"[\s'\\]", text):
+            return text
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    return " ".join(f"{key}={value(text)}" for key, text in pairs.items())
+
+
+def _with_timeout(conninfo: str) -> str:
+    pairs = _parse_conninfo(conninfo)
+    pairs.setdefault("connect_timeout", str(CONNECT_TIMEOUT_SECONDS))
+    return _format_conninfo(pairs)
+
+
+def _strip_secrets(conninfo: str) -> str:
+    pairs = _parse_conninfo(conninfo)
+    return _format_conninfo({k: v for k, v in pairs.items() if k not in _SECRET_KEYS})
+
+
+def _normalise_data_path(data_path: str | Path) -> str:
+    text = str(data_path).strip()
+    if _REMOTE_DATA_PATH.match(text):
+        return text.rstrip("/") + "/"
+    if "://" in text:
+        raise WarehouseLocationError(f"unsupported data path URL {redact(text)!r}")
+    return str(Path(text).expanduser().resolve()) + "/"
+
+
+def _check_writable_dir(directory: Path, what: str) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        probe = directory / f".diligence-write-probe-{uuid.uuid4().hex}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise WarehouseLocationError(f"{what} {directory} cannot be written: {reason}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return redact(lines[0] if lines else type(exc).__name__)
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _require_identifier(name: str) -> None:
+    if not _IDENTIFIER.fullmatch(name):
+        raise WarehouseLocationError(f"{name!r} is not a plain lowercase identifier")
+
+
+__all__ = [
+    "LAKE_PREFIX",
+    "LakePipelineParts",
+    "WarehouseLocation",
+    "WarehouseLocationError",
+    "analyst_attach_sql",
+    "catalog_url",
+    "check_catalog",
+    "check_data_path",
+    "check_location",
+    "connect",
+    "initialise",
+    "initialise_retrying",
+    "is_commit_conflict",
+    "is_lake_uri",
+    "lake_pipeline_parts",
+    "load_retrying",
+    "namespace_slug",
+    "parse_location",
+    "redact",
+]

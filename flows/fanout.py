@@ -1,0 +1,214 @@
+"""Prefect fan-out for a DuckLake warehouse: one flow run per namespace on a work pool.
+
+::
+
+    company-connections-fanout (parent, deployment company-connections-fanout)
+      resolve namespaces (parameter, config, else user-info)
+      prepare the lake once (catalog, `raw` schema) so writers never race to create it
+      run_deployment(company-connections-namespace/company-connections-namespace) x N
+        -> each: `sync_step` of ONE namespace, on whichever process worker picks it up
+      wait for all of them
+      models, checks, exports, HTML report, summary: once (the single writer of analytics)
+
+Each namespace's run writes the lake through its own dlt pipeline (own name, pipelines
+dir and staging dataset, see :mod:`diligence.lake`), so runs on many workers at once
+lose and duplicate nothing; transient DuckLake commit conflicts are retried. For the
+DuckDB file warehouse (one writer), the single-process flow
+:mod:`flows.company_connections_sync` stays the default deployment.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.deployments import run_deployment
+
+from diligence.config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_REPORTS_DIR
+from diligence.errors import NamespaceSyncError
+from diligence.steps import analytics_step, export_step, report_step, sync_step
+from diligence.sync import NamespaceOutcome
+from diligence.warehouse import Warehouse
+
+from .company_connections_sync import (
+    LOCK_WAIT_SECONDS,
+    check_export_formats,
+    publish_run_summary,
+    raise_for_failures,
+)
+from .service import configured_namespaces, credential_options, user_companies
+
+FANOUT_FLOW_NAME = "company-connections-fanout"
+NAMESPACE_FLOW_NAME = "company-connections-namespace"
+#: ``<flow name>/<deployment name>`` of the per-namespace deployment in prefect.yaml
+NAMESPACE_DEPLOYMENT = f"{NAMESPACE_FLOW_NAME}/{NAMESPACE_FLOW_NAME}"
+#: Seconds the parent waits for all namespace runs.
+WAIT_SECONDS = 6 * 3600.0
+POLL_SECONDS = 2.0
+
+
+def owner_of(warehouse: str, data_path: str | None, pipelines_dir: str | None) -> Warehouse:
+    """The warehouse of the parameters (dlt's working folders under `pipelines_dir`)."""
+    return Warehouse(
+        warehouse, data_path, pipelines_root=Path(pipelines_dir) if pipelines_dir else None
+    )
+
+
+@flow(name=NAMESPACE_FLOW_NAME)
+def sync_one_namespace(
+    namespace: str,
+    warehouse: str,
+    data_path: str | None = None,
+    base_url: str | None = None,
+    pipelines_dir: str | None = None,
+) -> dict[str, Any]:
+    """Sync ONE namespace into the warehouse's `raw` (one worker's share of a fan-out).
+
+    Fails (and is retried by Prefect when the cause is transient) when the namespace
+    could not be read completely; its previous data is then kept."""
+    logger = get_run_logger()
+    result = sync_step(
+        owner_of(warehouse, data_path, pipelines_dir),
+        base_url=base_url,
+        namespaces=[namespace],
+        wait_seconds=LOCK_WAIT_SECONDS,
+        source_options=credential_options(),
+    )
+    outcome = next(o for o in result.namespaces if o.namespace_company_id == namespace)
+    if outcome.status != "success":
+        raise NamespaceSyncError(outcome)
+    logger.info(
+        "namespace %s loaded: %d requests, %d rows in %.1f s (load %.1f s)",
+        namespace, outcome.requests, outcome.rows, outcome.duration_seconds,
+        outcome.load_seconds,
+    )
+    return {"namespace": namespace, "requests": outcome.requests, "rows": outcome.rows,
+            "load_seconds": outcome.load_seconds}
+
+
+@task(name="prepare-warehouse", retries=2, retry_delay_seconds=10, cache_policy=NO_CACHE)
+def prepare_warehouse(warehouse: str, data_path: str | None, pipelines_dir: str | None) -> None:
+    """Check the location and create the lake's catalog and `raw` once, before the writers."""
+    with owner_of(warehouse, data_path, pipelines_dir).writing(wait_seconds=LOCK_WAIT_SECONDS):
+        pass
+
+
+def fan_out(
+    namespaces: list[str], parameters: dict[str, Any], deployment: str
+) -> dict[str, Any]:
+    """Start one run of `deployment` per namespace, wait for all; their final states."""
+    from prefect import get_client
+
+    runs = {
+        ns: run_deployment(
+            deployment,
+            parameters={**parameters, "namespace": ns},
+            timeout=0,  # submit only: the runs go side by side
+            flow_run_name=f"namespace-{ns}",
+        )
+        for ns in namespaces
+    }
+    deadline = time.monotonic() + WAIT_SECONDS
+    states: dict[str, Any] = {}
+    with get_client(sync_client=True) as client:
+        while len(states) < len(runs):
+            for ns, run in runs.items():
+                if ns not in states:
+                    state = client.read_flow_run(run.id).state
+                    if state is not None and state.is_final():
+                        states[ns] = state
+            if len(states) < len(runs):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"namespace runs still running after {WAIT_SECONDS} s")
+                time.sleep(POLL_SECONDS)
+    return states
+
+
+def outcomes_of(owner: Warehouse, states: dict[str, Any], since: Any) -> list[NamespaceOutcome]:
+    """Each namespace's outcome: its row of `raw.sync_runs` written by this fan-out, or
+    (when its run failed before recording one) the run's final state."""
+    with owner.session(read_only=True, memory_limit=None) as con:
+        rows = {
+            row[0]: row
+            for row in con.execute(
+                "select namespace_company_id, arg_max(status, finished_at), "
+                "arg_max(requests, finished_at), arg_max(rows_loaded, finished_at), "
+                "arg_max(issues, finished_at), arg_max(error, finished_at), "
+                "arg_max(epoch(finished_at) - epoch(started_at), finished_at) "
+                "from raw.sync_runs where started_at >= ? group by 1",
+                [since],
+            ).fetchall()
+        }
+    outcomes = []
+    for ns, state in states.items():
+        row = rows.get(ns)
+        if row is not None and state.is_completed():
+            outcomes.append(NamespaceOutcome(
+                namespace_company_id=ns, status=row[1], requests=int(row[2] or 0),
+                rows=int(row[3] or 0), issues=int(row[4] or 0),
+                duration_seconds=float(row[6] or 0.0), error=row[5]))
+        else:
+            outcomes.append(NamespaceOutcome(
+                namespace_company_id=ns, status="failed", requests=0, rows=0, issues=0,
+                duration_seconds=0.0, error=state.message or state.name))
+    return outcomes
+
+
+@flow(name=FANOUT_FLOW_NAME)
+def company_connections_fanout(
+    warehouse: str,
+    data_path: str | None = None,
+    namespaces: list[str] | None = None,
+    expiring_within_days: int = DEFAULT_EXPIRING_WITHIN_DAYS,
+    export_formats: list[str] = ["csv", "parquet"],  # noqa: B006 - Prefect parameter default
+    reports_dir: str = str(DEFAULT_REPORTS_DIR),
+    base_url: str | None = None,
+    pipelines_dir: str | None = None,
+    namespace_deployment: str = NAMESPACE_DEPLOYMENT,
+) -> dict[str, Any]:
+    """Fan the sync out over a work pool (one run per namespace), then build the
+    analytics, run the checks, export the reports and write the HTML report once.
+
+    Args:
+        warehouse: a DuckLake URI ``ducklake:postgres:<conninfo>`` (or a DuckDB file,
+            whose one writer lock then serialises the namespace runs).
+        data_path: the lake's Parquet files (a directory or an object-storage URL).
+        namespaces: company IDs; default dlt config `namespaces`, else user-info's.
+        pipelines_dir: dlt's working folders (default beside the data folder).
+        namespace_deployment: ``flow/deployment`` run once per namespace.
+    """
+    from datetime import datetime, timezone
+
+    logger = get_run_logger()
+    check_export_formats(export_formats)
+    started = datetime.now(timezone.utc)
+    wanted = list(dict.fromkeys(
+        namespaces or configured_namespaces()
+        or user_companies(base_url=base_url, options=credential_options())
+    ))
+    logger.info("fanning out %d namespaces onto %s", len(wanted), namespace_deployment)
+    prepare_warehouse(warehouse, data_path, pipelines_dir)
+    states = fan_out(
+        wanted,
+        {"warehouse": warehouse, "data_path": data_path, "base_url": base_url,
+         "pipelines_dir": pipelines_dir},
+        namespace_deployment,
+    )
+    owner = owner_of(warehouse, data_path, pipelines_dir)
+    outcomes = outcomes_of(owner, states, started)
+    analytics = analytics_step(
+        owner, expiring_within_days=expiring_within_days, wait_seconds=LOCK_WAIT_SECONDS
+    )
+    folder = Path(reports_dir) / date.today().isoformat()
+    exported = export_step(owner, folder, export_formats)
+    report = report_step(owner, folder / "report.html")
+    publish_run_summary(outcomes, analytics, exported, report.path)
+    raise_for_failures(outcomes, analytics.checks)
+    return {
+        "namespaces": {o.namespace_company_id: o.status for o in outcomes},
+        "row_counts": dict(analytics.models.row_counts),
+    }

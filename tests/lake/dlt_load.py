@@ -1,0 +1,65 @@
+"""One namespace's dlt run into a lake, as a worker process would do it: the pipeline
+comes from `diligence.lake.lake_pipeline_parts`. Importable by spawned processes."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+ROWS_PER_NAMESPACE = 500
+
+
+def company_rows(namespace: str, changed: int = 0) -> list[dict[str, str]]:
+    """The namespace's companies; the first `changed` ones with a new name."""
+    rows = []
+    for n in range(ROWS_PER_NAMESPACE):
+        name = f"Company {n}" + (" (renamed)" if n < changed else "")
+        # the scd2 version hash must be unique lake-wide: it includes the namespace
+        digest = hashlib.sha256(f"{namespace}|{n}|{name}".encode()).hexdigest()
+        rows.append(
+            {
+                "namespace_company_id": namespace,
+                "company_id": f"co-{n}",
+                "name": name,
+                "content_hash": digest,
+            }
+        )
+    return rows
+
+
+def load_namespace(
+    uri: str, data_path: str, namespace: str, pipelines_root: str, changed: int = 0
+) -> int:
+    """Load the namespace's companies (scd2, retiring only its own rows); returns the
+    number of rows dlt reports loaded."""
+    import dlt
+
+    from diligence import lake
+
+    location = lake.parse_location(uri, data_path)
+    parts = lake.lake_pipeline_parts(location, namespace, pipelines_root=Path(pipelines_root))
+
+    @dlt.resource(
+        name="companies",
+        write_disposition={
+            "disposition": "merge",
+            "strategy": "scd2",
+            "row_version_column_name": "content_hash",
+        },
+        merge_key="namespace_company_id",
+    )
+    def companies():
+        yield company_rows(namespace, changed)
+
+    pipeline = dlt.pipeline(
+        pipeline_name=parts.pipeline_name,
+        pipelines_dir=str(parts.pipelines_dir),
+        destination=parts.destination,
+        dataset_name=parts.dataset_name,
+        progress=None,
+    )
+    info = lake.load_retrying(pipeline, companies())
+    info.raise_on_failed_jobs()
+    return sum(
+        len(package.jobs["completed_jobs"]) for package in info.load_packages
+    )

@@ -1,0 +1,129 @@
+"""The project's SQL models and checks run unchanged on a lake and give the same
+analytics tables as on a DuckDB file."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+
+from diligence import lake
+from diligence.checks import failed_checks, run_checks
+from diligence.export import export_reports
+from diligence.lake import WarehouseLocation
+from diligence.models import ANALYTICS_SCHEMA, build_models
+
+from ..models.rawdb import SYNCED_AT
+from ..models.synthetic import PROFILES, generate_raw
+
+AS_OF = SYNCED_AT + timedelta(days=1)
+
+
+def _copy_raw_into(con: duckdb.DuckDBPyConnection, source: Path) -> list[str]:
+    con.execute(f"attach '{source}' as source_file (read_only)")
+    tables = [
+        row[0]
+        for row in con.execute(
+            "select table_name from duckdb_tables() "
+            "where database_name = 'source_file' and schema_name = 'raw' order by 1"
+        ).fetchall()
+    ]
+    con.execute("create schema if not exists raw")
+    for table in tables:
+        con.execute(f"create table raw.{table} as select * from source_file.raw.{table}")
+    con.execute("detach source_file")
+    return tables
+
+
+def test_models_and_checks_on_a_lake_equal_a_file_build(
+    lake_location: WarehouseLocation, tmp_path: Path
+) -> None:
+    profile = PROFILES["small"]
+    raw = generate_raw(
+        tmp_path / "source.duckdb",
+        profile.questionnaires // 4,
+        profile.fields_per_questionnaire,
+        profile.namespaces,
+        profile.company_types,
+        profile.syncs,
+    )
+    file_warehouse = tmp_path / "file.duckdb"
+    shutil.copy(raw, file_warehouse)
+    file_result = build_models(file_warehouse, as_of=AS_OF)
+    assert not failed_checks(run_checks(file_warehouse))
+
+    con = lake.connect(lake_location)
+    try:
+        assert _copy_raw_into(con, raw)
+        lake_result = build_models(con, as_of=AS_OF)
+        assert not failed_checks(run_checks(con))
+    finally:
+        con.close()
+    assert lake_result.row_counts == file_result.row_counts
+    assert lake_result.row_counts["analytics.answers"] > 1000
+
+    # compare every analytics table, row for row, from one connection holding both
+    con = lake.connect(lake_location, read_only=True)
+    try:
+        con.execute(f"attach '{file_warehouse}' as file_wh (read_only)")
+        tables = [
+            row[0]
+            for row in con.execute(
+                "select table_name from duckdb_tables() "
+                "where database_name = 'file_wh' and schema_name = ? order by 1",
+                [ANALYTICS_SCHEMA],
+            ).fetchall()
+        ]
+        lake_tables = [
+            row[0]
+            for row in con.execute(
+                "select table_name from duckdb_tables() "
+                "where database_name = 'lake' and schema_name = ? order by 1",
+                [ANALYTICS_SCHEMA],
+            ).fetchall()
+        ]
+        assert tables == lake_tables and len(tables) == len(file_result.row_counts)
+        for table in tables:
+            columns = con.execute(
+                "select column_name, data_type from duckdb_columns() "
+                "where database_name = ? and schema_name = ? and table_name = ? "
+                "order by column_index",
+                ["file_wh", ANALYTICS_SCHEMA, table],
+            ).fetchall()
+            assert columns == con.execute(
+                "select column_name, data_type from duckdb_columns() "
+                "where database_name = ? and schema_name = ? and table_name = ? "
+                "order by column_index",
+                ["lake", ANALYTICS_SCHEMA, table],
+            ).fetchall(), table
+            for left, right in (("lake", "file_wh"), ("file_wh", "lake")):
+                extra = con.execute(
+                    f"select count(*) from (select * from {left}.analytics.{table} "
+                    f"except all select * from {right}.analytics.{table})"
+                ).fetchone()[0]
+                assert extra == 0, f"{table}: {extra} rows in {left} only"
+        # the models' table comments reached the lake too
+        assert con.execute(
+            "select count(*) from duckdb_tables() where database_name = 'lake' "
+            "and schema_name = 'analytics' and comment is not null"
+        ).fetchone()[0] == con.execute(
+            "select count(*) from duckdb_tables() where database_name = 'file_wh' "
+            "and schema_name = 'analytics' and comment is not null"
+        ).fetchone()[0] > 0
+    finally:
+        con.close()
+
+
+    # the exports from the lake are the same files, byte for byte
+    con = lake.connect(lake_location, read_only=True)
+    try:
+        lake_files = export_reports(con, tmp_path / "lake-csv", "csv")
+    finally:
+        con.close()
+    file_files = export_reports(file_warehouse, tmp_path / "file-csv", "csv")
+    assert [(f.report, f.rows) for f in lake_files] == [(f.report, f.rows) for f in file_files]
+    assert sum(f.rows for f in lake_files) > 1000
+    for lake_file, file_file in zip(lake_files, file_files, strict=True):
+        assert lake_file.path.read_bytes() == file_file.path.read_bytes(), lake_file.report

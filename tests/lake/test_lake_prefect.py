@@ -1,0 +1,152 @@
+"""The fan-out deployment on real parts: a PostgreSQL catalog, a local Prefect server,
+the deployments of prefect.yaml, and two process workers. The parent run fans out one
+run per namespace, then builds the analytics once; run twice (idempotent), the lake's
+analytics equal a file warehouse's built from the same sandbox."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import httpx
+import pytest
+from prefect.client.orchestration import SyncPrefectClient
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+
+from diligence import lake
+from diligence.analytics import rebuild_analytics
+from diligence.lake import WarehouseLocation
+from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from flows.fanout import FANOUT_FLOW_NAME, NAMESPACE_FLOW_NAME
+from tests.helpers import sync
+
+from .postgres import free_port
+from .processes import PREFECT, REPO, base_env, start, stop, wait_for
+from .test_lake_cli import analytics_rows
+
+pytestmark = pytest.mark.slow
+
+POOL = "diligence-pool"
+STARTUP_SECONDS = 120
+RUN_SECONDS = 420
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SandboxServer]:
+    with SandboxServer(scale="small") as sandbox:
+        yield sandbox
+
+
+@pytest.fixture
+def prefect_api(tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    env = base_env(tmp_path / "server-home") | {
+        "PREFECT_SERVER_API_HOST": "127.0.0.1",
+        "PREFECT_SERVER_DATABASE_CONNECTION_URL": (
+            f"sqlite+aiosqlite:///{tmp_path / 'prefect-server.db'}"
+        ),
+        "PREFECT_UI_ENABLED": "false",
+    }
+    log = tmp_path / "prefect-server.log"
+    process = start([str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port",
+                     str(port)], env, log)
+    api = f"http://127.0.0.1:{port}/api"
+    try:
+        wait_for("prefect server",
+                 lambda: httpx.get(f"{api}/health", timeout=2).status_code == 200,
+                 process, log, STARTUP_SECONDS)
+        yield api
+    finally:
+        stop(process)
+
+
+def _cli(args: list[str], env: dict[str, str]) -> None:
+    done = subprocess.run([str(PREFECT), "--no-prompt", *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+
+
+@pytest.mark.timeout(1200)
+def test_fanout_over_two_workers_into_a_lake_twice(
+    prefect_api: str, server: SandboxServer, lake_location: WarehouseLocation, tmp_path: Path
+) -> None:
+    env = base_env(tmp_path / "client-home") | {"PREFECT_API_URL": prefect_api,
+                                                 "PWD": str(REPO)}
+    _cli(["work-pool", "create", POOL, "--type", "process"], env)
+    _cli(["deploy", "--prefect-file", str(REPO / "prefect.yaml"),
+          "--name", "company-connections-fanout", "--name", "company-connections-namespace"],
+         env)
+
+    workers = []
+    try:
+        for name in ("worker-1", "worker-2"):
+            worker_env = base_env(tmp_path / f"{name}-home") | {
+                "PREFECT_API_URL": prefect_api,
+                "SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
+                "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD,
+            }
+            log = tmp_path / f"{name}.log"
+            workers.append((start([str(PREFECT), "worker", "start", "--pool", POOL, "--type",
+                                   "process", "--name", name, "--limit", "3"],
+                                  worker_env, log), log))
+
+        parameters = {
+            "warehouse": lake_location.uri,
+            "data_path": lake_location.data_path,
+            "reports_dir": str(tmp_path / "reports"),
+            "base_url": server.base_url,
+            "pipelines_dir": str(tmp_path / "pipelines"),
+        }
+        with SyncPrefectClient(prefect_api) as client:
+            deployment = client.read_deployment_by_name(
+                f"{FANOUT_FLOW_NAME}/company-connections-fanout")
+            parents = []
+            for _ in range(2):  # twice: the second run adds nothing
+                run = client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
+                worker, log = workers[0]
+
+                def final(run_id=run.id):  # noqa: ANN001, ANN202
+                    state = client.read_flow_run(run_id).state
+                    return state if state is not None and state.is_final() else None
+
+                state = wait_for("fan-out run", final, worker, log, RUN_SECONDS)
+                logs = "".join(w_log.read_text()[-3000:] for _, w_log in workers)
+                assert state.is_completed(), (state.message, logs)
+                parents.append(run.id)
+                children = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+                    parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[run.id])))
+                namespace_runs = [c for c in children if c.name.startswith("namespace-")]
+                assert len(namespace_runs) == 2
+                assert all(c.state is not None and c.state.is_completed() for c in namespace_runs)
+                assert {c.parameters["namespace"] for c in namespace_runs} == set(
+                    server.truth()["namespaces"])
+                flows = {client.read_flow(c.flow_id).name for c in namespace_runs}
+                assert flows == {NAMESPACE_FLOW_NAME}
+            # every run (parents and children) was executed by one of the two workers
+            worker_logs = "".join(w_log.read_text() for _, w_log in workers)
+            for run_id in parents:
+                assert str(run_id) in worker_logs
+    finally:
+        for process, _ in workers:
+            stop(process)
+
+    reference = tmp_path / "reference.duckdb"
+    sync(server, reference)  # twice, as the lake
+    sync(server, reference)
+    rebuild_analytics(reference)
+    with duckdb.connect(str(reference), read_only=True) as con:
+        expected = analytics_rows(con)
+    con = lake.connect(lake_location, read_only=True)
+    try:
+        actual = analytics_rows(con)
+        runs = con.execute(
+            "select namespace_company_id, count(*) from raw.sync_runs group by 1").fetchall()
+    finally:
+        con.close()
+    assert sorted(n for _, n in runs) == [2, 2]  # two namespaces, synced twice each
+    assert set(actual) == set(expected)
+    for table in expected:
+        assert actual[table] == expected[table], table
+    assert list((tmp_path / "reports").rglob("report.html"))
