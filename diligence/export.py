@@ -53,14 +53,16 @@ class ExportedFile:
 
 
 def export_reports(
-    warehouse: Path | duckdb.DuckDBPyConnection, out_dir: Path, fmt: Format
+    warehouse: Path | duckdb.DuckDBPyConnection, out_dir: Path, fmt: Format, *, label: str | None = None
 ) -> list[ExportedFile]:
     """Write every report to `out_dir/<report>.<fmt>`; return the files written.
-    `warehouse` is a DuckDB file, or an open connection (e.g. to a lake) the caller closes."""
+    `warehouse` is a DuckDB file, or an open connection (e.g. to a lake) the caller closes;
+    `label` names that connection's warehouse in errors."""
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"unknown export format {fmt!r}; expected 'csv' or 'parquet'")
     if isinstance(warehouse, duckdb.DuckDBPyConnection):
-        return _export_all(warehouse, Path(out_dir), fmt)
+        command = f"diligence models --warehouse {label}" if label else "diligence models"
+        return _export_all(warehouse, Path(out_dir), fmt, command)
     if not Path(warehouse).is_file():
         raise ExportError(f"warehouse {warehouse} does not exist")
     with duckdb.connect(str(warehouse), read_only=True) as con:

@@ -121,7 +121,7 @@ def export_step(warehouse: Warehouse, out_dir: Path, formats: Sequence[str]) -> 
     exported: list[ExportedFile] = []
     with warehouse.session(read_only=not warehouse.locked, memory_limit=None) as con:
         for fmt in dict.fromkeys(formats):
-            exported += export_reports(con, out_dir, fmt)  # type: ignore[arg-type]
+            exported += export_reports(con, out_dir, fmt, label=warehouse.display())  # type: ignore[arg-type]
     return exported
 
 
