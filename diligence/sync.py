@@ -153,6 +153,18 @@ def _outcome(result: Any, loaded_at: datetime | None, load_seconds: float) -> Na
     )
 
 
+def _load_pipeline(owner: Warehouse) -> Any:
+    """The warehouse's dlt pipeline, with no unfinished load of an earlier sync left."""
+    pipeline = owner.pipeline()
+    if pipeline.has_pending_data:
+        # Left by a sync that died mid-way. This sync reads a complete, newer snapshot
+        # of every namespace, which supersedes it; loading the old package first would
+        # make dlt skip the new data (it loads pending packages *instead of* extracting).
+        log.warning("discarding the unfinished load of an interrupted sync")
+        pipeline.drop_pending_packages()
+    return pipeline
+
+
 def run_sync(
     warehouse: Path | Warehouse = DEFAULT_WAREHOUSE,
     *,
@@ -200,24 +212,18 @@ def run_sync(
     fetched = started
 
     with owner.writing(wait_seconds=wait_seconds):
-        pipeline = owner.pipeline()
-        if pipeline.has_pending_data:
-            # Left by a sync that died mid-way. This sync reads a complete, newer
-            # snapshot of every namespace, which supersedes it; loading the old
-            # package first would make dlt skip the new data (it loads pending
-            # packages *instead of* extracting).
-            log.warning("discarding the unfinished load of an interrupted sync")
-            pipeline.drop_pending_packages()
         staging = owner.staging_dir(sync_id)
         try:
-            stream = stream_namespaces(
+            # The fetch starts first: login and user-info are on the wire while dlt
+            # prepares the pipeline the loads will use.
+            with stream_namespaces(
                 settings,
                 staging_dir=staging,
                 known_namespaces=owner.synced_namespaces(),
                 progress=progress,
                 synced_at=synced_at,
-            )
-            try:
+            ) as stream:
+                pipeline = _load_pipeline(owner)
                 for result in stream:
                     fetched = time.perf_counter()
                     ns = result.namespace_company_id
@@ -244,8 +250,6 @@ def run_sync(
                         log.info("namespace %s loaded: %d rows", ns, outcome.rows)
                     if on_namespace is not None:
                         on_namespace(outcome)
-            finally:
-                stream.close()
         except SyncError:
             raise
         except Exception as exc:  # noqa: BLE001 - turned into one clear line
