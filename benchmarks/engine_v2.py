@@ -17,6 +17,12 @@ Figures (issue 11):
   ``run_sync`` against the ideal ``requests x latency / concurrency``;
 * **throughput**: ``large`` without latency: a bare concurrent fetch of the same
   requests (``benchmarks.ceiling``, uvloop) over the whole ``run_sync``.
+
+The latency figure is also taken apart: time to the first response (set-up: settings,
+lock, login, user-info; the first response comes one latency after the first request)
+and the tail after the last response (the last namespace's dlt run). The machine's
+load average is recorded before and after each figure, since a shared machine's load
+moves every absolute time.
 """
 
 from __future__ import annotations
@@ -38,13 +44,28 @@ DRIVER = """
 import json, sys, time
 from pathlib import Path
 from diligence.sync import run_sync
+
+class Responses:
+    # when the first and the last response of the sync arrived (progress listener)
+    first = last = None
+    def planned(self, namespace, requests):
+        pass
+    def done(self, namespace, requests, rows):
+        if requests:
+            now = time.perf_counter()
+            self.first = self.first or now
+            self.last = now
+
+responses = Responses()
 started = time.perf_counter()
-result = run_sync(Path(sys.argv[1]), base_url=sys.argv[2],
+result = run_sync(Path(sys.argv[1]), base_url=sys.argv[2], progress=responses,
                   source_options={"email": sys.argv[3], "password": sys.argv[4],
                                   "token_store_path": None, "max_concurrency": 16})
-wall = time.perf_counter() - started
+ended = time.perf_counter()
 assert not result.failed, [o.error for o in result.failed]
-print(json.dumps({"wall": wall, "requests": result.requests + 1, "rows": result.rows}))
+print(json.dumps({"wall": ended - started, "requests": result.requests + 1, "rows": result.rows,
+                  "first_response": responses.first - started,
+                  "tail": ended - responses.last}))
 """
 
 
@@ -89,6 +110,20 @@ def driver_sync(tree: Path, base_url: str, folder: Path) -> dict[str, Any]:
     return result
 
 
+def tree_label(tree: Path) -> str:
+    """The short commit of `tree` (a git checkout), or its folder name."""
+    try:
+        out = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=30, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return tree.name
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def ceiling(base_url: str, log_dir: Path) -> float:
     child = run_child({"kind": "ceiling", "label": "engine-v2", "base_url": base_url,
                        "concurrency": 16, "loop": "uvloop"}, timeout=900, log_dir=log_dir)
@@ -108,8 +143,11 @@ def main(argv: list[str] | None = None) -> None:
     figures = args.figures.split(",")
     work = WORK_DIR / "engine-v2"
     work.mkdir(parents=True, exist_ok=True)
-    raw: dict[str, Any] = {"repeat": args.repeat}
+    raw: dict[str, Any] = {"repeat": args.repeat,
+                           "labels": {label: tree_label(tree) for label, tree in trees.items()},
+                           "load": {}}
     if "memory" in figures:
+        raw["load"]["memory_start"] = load_average()
         for scale in ("small", "large"):
             with sandbox(scale, log_dir=work) as box:
                 for i in range(args.repeat):
@@ -119,6 +157,7 @@ def main(argv: list[str] | None = None) -> None:
                         raw.setdefault(f"rss_{scale}_{label}", []).append(peak)
                         print(f"memory {scale} {label} run {i + 1}: {peak:.0f} MB", flush=True)
     if "latency" in figures:
+        raw["load"]["latency_start"] = load_average()
         with sandbox("medium", latency_ms=50, log_dir=work) as box:
             for i in range(args.repeat):
                 for label, tree in trees.items():
@@ -127,8 +166,10 @@ def main(argv: list[str] | None = None) -> None:
                     ideal = res["requests"] * 0.050 / 16
                     raw.setdefault(f"latency_{label}", []).append({**res, "ideal": ideal})
                     print(f"latency {label} run {i + 1}: {res['wall']:.2f} s, ideal {ideal:.2f} s, "
-                          f"{ideal / res['wall']:.1%}", flush=True)
+                          f"{ideal / res['wall']:.1%} (first response {res['first_response']:.2f} s, "
+                          f"tail {res['tail']:.2f} s)", flush=True)
     if "throughput" in figures:
+        raw["load"]["throughput_start"] = load_average()
         with sandbox("large", log_dir=work) as box:
             for i in range(args.repeat):
                 bare = ceiling(box.base_url, work)
@@ -139,13 +180,17 @@ def main(argv: list[str] | None = None) -> None:
                     raw.setdefault(f"throughput_{label}", []).append(res)
                     print(f"throughput {label} run {i + 1}: {res['wall']:.2f} s vs bare fetch "
                           f"{bare:.2f} s: {bare / res['wall']:.2f}", flush=True)
+    raw["load"]["end"] = load_average()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(raw, indent=1))
     print(summary(raw))
 
 
 def summary(raw: dict[str, Any]) -> str:
     med = statistics.median
-    lines = ["| figure | before (7ac3c81) | after | goal |", "|---|---|---|---|"]
+    labels = raw.get("labels", {"before": "before", "after": "after"})
+    lines = [f"| figure | before ({labels['before']}) | after ({labels['after']}) | goal |",
+             "|---|---|---|---|"]
     if "rss_large_after" in raw:
         b_s, a_s = med(raw["rss_small_before"]), med(raw["rss_small_after"])
         b_l, a_l = med(raw["rss_large_before"]), med(raw["rss_large_after"])
@@ -161,6 +206,13 @@ def summary(raw: dict[str, Any]) -> str:
         lines.append(f"| medium, 50 ms, concurrency 16: whole sync (ideal {ideal:.2f} s) | "
                      f"{raw['lat_wall_before']:.2f} s = {raw['util_before']:.1%} | "
                      f"{raw['lat_wall_after']:.2f} s = {raw['util_after']:.1%} | >= 88 % |")
+        parts = {label: {key: med(r[key] for r in raw[f"latency_{label}"] if key in r)
+                         for key in ("first_response", "tail")}
+                 for label in ("before", "after")
+                 if all("tail" in r for r in raw[f"latency_{label}"])}
+        if len(parts) == 2:
+            for key, name in (("first_response", "first response after"), ("tail", "tail after the last response")):
+                lines.append(f"| same: {name} | {parts['before'][key]:.2f} s | {parts['after'][key]:.2f} s | |")
     if "throughput_after" in raw:
         bare = med(raw["ceiling"])
         for label in ("before", "after"):
@@ -168,6 +220,10 @@ def summary(raw: dict[str, Any]) -> str:
         lines.append(f"| large, no latency: bare fetch {bare:.2f} s over whole sync | "
                      f"{raw['tp_wall_before']:.2f} s = {bare / raw['tp_wall_before']:.2f} | "
                      f"{raw['tp_wall_after']:.2f} s = {bare / raw['tp_wall_after']:.2f} | >= 0.8 |")
+    if raw.get("load"):
+        lines.append("")
+        lines.append("load average (1, 5, 15 min): " + "; ".join(
+            f"{when} {' '.join(str(x) for x in values)}" for when, values in raw["load"].items()))
     return "\n".join(lines)
 
 

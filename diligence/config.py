@@ -6,6 +6,7 @@ dlt config too, and an explicit value (a CLI option, a flow parameter) always wi
 
     [sources.company_connections]
     expiring_within_days = 30      # SOURCES__COMPANY_CONNECTIONS__EXPIRING_WITHIN_DAYS
+    namespaces = ["..."]           # read by the source itself; the flow plans with it too
     [schedule]
     cron = "0 6 * * *"             # SCHEDULE__CRON
     timezone = "UTC"               # SCHEDULE__TIMEZONE
@@ -16,7 +17,9 @@ dlt config too, and an explicit value (a CLI option, a flow parameter) always wi
     [notifications]
     block = "custom-webhook/diligence-alerts"  # NOTIFICATIONS__BLOCK: <type slug>/<name>
 
-Nothing is imported from dlt until a value is looked up.
+Nothing is imported from dlt until a value is looked up. Callers outside ``diligence``
+(the Prefect flow, its deployment) read settings through these functions, never from
+``dlt.config`` themselves, so every setting has one reader and one default.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ __all__ = [
     "DEFAULT_TIMEZONE",
     "EXPORT_FORMATS",
     "FILE_MODES",
+    "configured_expiring_within_days",
+    "configured_namespaces",
     "expiring_within_days",
     "file_mode",
     "notification_block",
@@ -65,12 +70,24 @@ def _configured(key: str, hint: type) -> object | None:
     return dlt.config.get(key, hint)
 
 
+def configured_expiring_within_days() -> int | None:
+    """`sources.company_connections.expiring_within_days` from config, or None if unset."""
+    configured = _configured("sources.company_connections.expiring_within_days", int)
+    return None if configured is None else int(configured)  # type: ignore[call-overload]
+
+
 def expiring_within_days(value: int | None = None) -> int:
     """Days ahead that count as 'expiring': `value`, else config, else 30."""
     if value is not None:
         return int(value)
-    configured = _configured("sources.company_connections.expiring_within_days", int)
-    return DEFAULT_EXPIRING_WITHIN_DAYS if configured is None else int(configured)  # type: ignore[call-overload]
+    configured = configured_expiring_within_days()
+    return DEFAULT_EXPIRING_WITHIN_DAYS if configured is None else configured
+
+
+def configured_namespaces() -> list[str]:
+    """`sources.company_connections.namespaces` from config, or an empty list."""
+    value = _configured("sources.company_connections.namespaces", list)
+    return [str(namespace) for namespace in value or []]  # type: ignore[attr-defined]
 
 
 def schedule_settings(cron: str | None = None, timezone: str | None = None) -> tuple[str, str]:

@@ -168,9 +168,9 @@ def _outcome(
     )
 
 
-def _load(owner: Warehouse, namespace: str, data: Any, prepared: set[str | None]) -> Any:
-    """One namespace's dlt run: into the file's pipeline, or into the lake through the
-    namespace's own pipeline, retrying transient commit conflicts with other writers."""
+def _prepare(owner: Warehouse, namespace: str | None, prepared: set[str | None]) -> Any:
+    """The dlt pipeline a namespace loads through (the file's one, or on a lake the
+    namespace's own), with no unfinished load of an earlier sync left in it."""
     key = None if owner.path is not None else namespace
     pipeline = owner.pipeline(namespace)
     if key not in prepared:
@@ -181,6 +181,13 @@ def _load(owner: Warehouse, namespace: str, data: Any, prepared: set[str | None]
             # dlt skip the new data (it loads pending packages *instead of* extracting).
             log.warning("discarding the unfinished load of an interrupted sync")
             pipeline.drop_pending_packages()
+    return pipeline
+
+
+def _load(owner: Warehouse, namespace: str, data: Any, prepared: set[str | None]) -> Any:
+    """One namespace's dlt run: into the file's pipeline, or into the lake through the
+    namespace's own pipeline, retrying transient commit conflicts with other writers."""
+    pipeline = _prepare(owner, namespace, prepared)
     if owner.path is not None:
         return pipeline.run(data, loader_file_format="parquet")
     from .lake import load_retrying
@@ -243,15 +250,18 @@ def run_sync(
         prepared: set[str | None] = set()
         staging = owner.staging_dir(sync_id)
         try:
-            stream = stream_namespaces(
+            # The fetch starts first: login and user-info are on the wire while dlt
+            # prepares the pipeline the loads will use.
+            with stream_namespaces(
                 settings,
                 staging_dir=staging,
                 known_namespaces=owner.synced_namespaces(),
                 progress=progress,
                 synced_at=synced_at,
                 on_stats=lambda client_stats: stats.update(client_stats.as_dict()),
-            )
-            try:
+            ) as stream:
+                if owner.path is not None:
+                    _prepare(owner, None, prepared)  # while login and user-info are on the wire
                 for result in stream:
                     fetched = time.perf_counter()
                     ns = result.namespace_company_id
@@ -277,8 +287,6 @@ def run_sync(
                         log.info("namespace %s loaded: %d rows", ns, outcome.rows)
                     if on_namespace is not None:
                         on_namespace(outcome)
-            finally:
-                stream.close()
         except SyncError:
             raise
         except Exception as exc:  # noqa: BLE001 - turned into one clear line

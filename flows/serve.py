@@ -5,7 +5,8 @@
 ``PREFECT_API_URL`` and runs its flow runs in subprocesses of this process until it
 is stopped (its schedule is then paused until it is served again).
 
-The schedule comes from dlt config, like every other setting::
+The schedule comes from dlt config through :mod:`diligence.config`, like every other
+setting::
 
     [schedule]                  # .dlt/config.toml, or SCHEDULE__CRON / SCHEDULE__TIMEZONE
     cron = "0 6 * * *"
@@ -18,10 +19,14 @@ import os
 from collections.abc import MutableMapping
 from typing import Any
 
-import dlt
 from prefect.schedules import Cron
 
-from diligence.config import DEFAULT_CRON, DEFAULT_TIMEZONE, schedule_settings
+from diligence.config import (
+    DEFAULT_CRON,
+    DEFAULT_TIMEZONE,
+    configured_expiring_within_days,
+    schedule_settings,
+)
 
 from .company_connections_sync import company_connections_sync
 
@@ -55,11 +60,11 @@ def deployment_parameters(
     base_url: str | None = None,
 ) -> dict[str, Any]:
     """Parameter defaults of the served deployment: only those given (the flow's own
-    defaults apply to the rest); `expiring_within_days` falls back to dlt config."""
+    defaults apply to the rest); `expiring_within_days` falls back to the configured
+    value (:mod:`diligence.config`)."""
     if expiring_within_days is None:
-        expiring_within_days = dlt.config.get(
-            "sources.company_connections.expiring_within_days", int
-        )  # None: the flow's default (diligence.config) applies
+        # None: not configured either, the flow's default (diligence.config) applies
+        expiring_within_days = configured_expiring_within_days()
     given: dict[str, Any] = {
         "namespaces": namespaces or None,
         "expiring_within_days": expiring_within_days,

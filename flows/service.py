@@ -5,28 +5,33 @@ or ``SOURCES__COMPANY_CONNECTIONS__PASSWORD`` / ``__ACCESS_TOKEN``); when neithe
 password nor an access token is configured there, the password is read from the
 Prefect Secret block ``company-connections-password``, if it exists. Call these
 functions inside the task that talks to the service, so that the value never becomes
-a task input, a task result or a log line.
+a task input, a task result or a log line. Plain settings (the configured namespaces)
+come from :mod:`diligence.config`, like everywhere else.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import dlt
 from prefect.blocks.system import Secret
 
+from diligence.config import configured_namespaces
 from diligence.logs import mask_secrets
 from pipelines.company_connections import client_from_config, run_coroutine
 from pipelines.company_connections.credentials import configured_secret
 
+__all__ = [
+    "PASSWORD_BLOCK",
+    "configured_namespaces",
+    "credential_options",
+    "mask",
+    "password_from_block",
+    "secret_values",
+    "user_companies",
+]
+
 PASSWORD_BLOCK = "company-connections-password"
 SECRET_KEYS = ("password", "access_token")
-
-
-def configured_namespaces() -> list[str]:
-    """`sources.company_connections.namespaces` from dlt config, or an empty list."""
-    value = dlt.config.get("sources.company_connections.namespaces", list)
-    return [str(namespace) for namespace in value or []]
 
 
 def password_from_block(name: str = PASSWORD_BLOCK) -> str | None:

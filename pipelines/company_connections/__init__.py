@@ -3,8 +3,10 @@
 The shape of a run::
 
     settings = resolve_settings()                       # one @configspec, resolved once
-    for result in stream_namespaces(settings, staging_dir=folder):
-        pipeline.run(company_connections(result, sync_id=run_id), loader_file_format="parquet")
+    with stream_namespaces(settings, staging_dir=folder) as stream:   # the fetch starts here
+        pipeline = ...                                                    # prepared meanwhile
+        for result in stream:
+            pipeline.run(company_connections(result, sync_id=run_id), loader_file_format="parquet")
 
 :func:`stream_namespaces` reads every namespace side by side through one client (one
 login, one token, one concurrency limit) in a background thread, staging each
@@ -57,6 +59,7 @@ from .staging import StagedTable, read_batches
 __all__ = [
     "company_connections",
     "stream_namespaces",
+    "NamespaceStream",
     "client_from_config",
     "resolve_settings",
     "run_coroutine",
@@ -155,6 +158,46 @@ class _Fetch:
                 pass
 
 
+class NamespaceStream:
+    """The namespaces of one run as they complete; the fetch starts when it is created.
+
+    Iterate it to get each :class:`NamespaceResult` the moment it is complete; errors
+    that stop the whole run are raised once the namespaces already completed have been
+    yielded. :meth:`close` (also on leaving a ``with`` block) cancels a fetch still
+    running and waits for its thread; the staged rows of namespaces not yet complete are
+    deleted by the fetch itself.
+    """
+
+    def __init__(self, fetch: _Fetch, on_stats: Callable[[Any], None] | None = None) -> None:
+        self._fetch = fetch
+        self._on_stats = on_stats
+        self._thread = threading.Thread(target=fetch.run, name="company-connections-fetch", daemon=True)
+        self._thread.start()
+
+    def __iter__(self) -> Iterator[NamespaceResult]:
+        while True:
+            item = self._fetch.results.get()
+            if item is _DONE:
+                break
+            yield item
+        if self._fetch.error is not None:
+            raise self._fetch.error
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._fetch.cancel()
+            self._thread.join()
+        on_stats, self._on_stats = self._on_stats, None
+        if on_stats is not None and self._fetch.stats is not None:
+            on_stats(self._fetch.stats)
+
+    def __enter__(self) -> NamespaceStream:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
 def stream_namespaces(
     settings: SourceSettings,
     *,
@@ -164,19 +207,18 @@ def stream_namespaces(
     progress: ProgressListener | None = None,
     synced_at: datetime | None = None,
     on_stats: Callable[[Any], None] | None = None,
-) -> Iterator[NamespaceResult]:
-    """Read the namespaces concurrently; yield each one's result as soon as it is complete.
+) -> NamespaceStream:
+    """Start reading the namespaces concurrently; iterate the stream to get each one's result.
 
-    The fetch runs in a background thread through one client; the caller loads each
+    The fetch starts at once, in a background thread, through one client (login and
+    user-info go out while the caller still prepares its loads); the caller loads each
     yielded :class:`NamespaceSnapshot` (e.g. with :func:`company_connections`) while
     the other namespaces are still being read. `namespaces` defaults to
     ``settings.namespaces``, then to every company of user-info plus
-    `known_namespaces`. Errors that stop the whole run (credentials refused, service
-    unreachable) are raised once the namespaces already completed have been yielded.
-    If the caller stops early (an exception while loading), the fetch is cancelled
-    and its staged rows are deleted. `on_stats` receives the client's traffic counters
-    (:class:`~.client.RequestStats`: requests, retries, 429s, per namespace too) when
-    the stream ends, however it ends.
+    `known_namespaces`. If the caller stops early (an exception while loading), closing
+    the stream cancels the fetch and its staged rows are deleted. `on_stats` receives
+    the client's traffic counters (:class:`~.client.RequestStats`: requests, retries,
+    429s, per namespace too) when the stream is closed, however it ends.
     """
     staging_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     fetch = _Fetch(
@@ -189,22 +231,7 @@ def stream_namespaces(
         synced_at=synced_at or datetime.now(timezone.utc),
         known_namespaces=known_namespaces,
     )
-    thread = threading.Thread(target=fetch.run, name="company-connections-fetch", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = fetch.results.get()
-            if item is _DONE:
-                break
-            yield item
-        if fetch.error is not None:
-            raise fetch.error
-    finally:
-        if thread.is_alive():
-            fetch.cancel()
-            thread.join()
-        if on_stats is not None and fetch.stats is not None:
-            on_stats(fetch.stats)
+    return NamespaceStream(fetch, on_stats)
 
 
 # -- the source of one namespace -------------------------------------------------------------

@@ -10,10 +10,13 @@ namespace can see. For each namespace the fan-out is::
                                                 questionnaire (7) + documents (10)
     per distinct readable type: template (8)
 
-Every request of every namespace is started as soon as what it depends on has
-answered, so the whole run is bounded by the client's concurrency limit, not by
-round trips. Namespaces are read side by side through one client (one login, one
-token, one concurrency limit). Rows are staged as they arrive (see :mod:`.staging`):
+Every request is started as soon as what it depends on has answered, so the whole
+run is bounded by the client's concurrency limit, not by round trips. Connections are
+admitted a window at a time (``OPEN_CONNECTIONS``, at least 4x the limit): a
+connection's requests exist as tasks only while it is read, so memory does not grow
+with the size of the account. Namespaces are read side by side through one client (one
+login, one token, one concurrency limit); request slots go to the first namespace
+first (:class:`PriorityGate`), so namespaces complete one after another. Rows are staged as they arrive (see :mod:`.staging`):
 each namespace's tables go to Arrow batches and Parquet files, never to one big list.
 As soon as a namespace's last request has answered, its :class:`NamespaceSnapshot`
 (the staged files) is handed to `on_complete`, so it can be loaded while the other
@@ -48,6 +51,10 @@ from .models import ConnectionDetail, ConnectionEntry, Role
 from .staging import NamespaceStage, StagedTable
 
 T = TypeVar("T")
+
+#: Connections of one namespace read at once (at least 4x the concurrency limit): their
+#: requests wait for a slot, the others are not started yet.
+OPEN_CONNECTIONS = 64
 
 # Names of the endpoints as they appear in `sync_issues.endpoint`.
 ENDPOINT_COMPANY = "company"
@@ -193,10 +200,12 @@ class _NamespaceReader:
         stage: NamespaceStage,
         gate: PriorityGate | None = None,
         priority: int = 0,
+        open_connections: int = 64,
     ) -> None:
         self.client = client
         self.gate = gate
         self.priority = priority
+        self.open_connections = max(1, open_connections)
         self.role = role
         self.ns = role.company_id
         self.progress = progress
@@ -305,8 +314,13 @@ class _NamespaceReader:
                 ENDPOINT_CONNECTIONS, lambda: self.client.connections(ns)
             )
             self._plan(2 * len(entries))
+            # Connections are admitted a window at a time: each one's requests (and
+            # their tasks) exist only while it is read, so memory does not grow with
+            # the number of connections, while the window keeps every slot busy.
+            window = asyncio.Semaphore(self.open_connections)
             for entry in _unique_entries(entries):
-                self._spawn(self._read_connection(entry))
+                await window.acquire()
+                self._spawn(self._read_admitted(entry, window))
         snap.tables = self.stage.close()
         snap.finished_at = _now()
         return snap
@@ -338,8 +352,20 @@ class _NamespaceReader:
         self.stage.append("companies", row)
         self._rows_added(1)
 
+    async def _read_admitted(self, entry: ConnectionEntry, window: asyncio.Semaphore) -> None:
+        try:
+            await self._read_connection(entry)
+        finally:
+            window.release()
+
     async def _read_connection(self, entry: ConnectionEntry) -> None:
-        self._spawn(self._read_company(entry.id, is_namespace_company=False))
+        """A connection's company, detail and then each readable type's target, all done
+        when this returns (its requests run side by side)."""
+        async with asyncio.TaskGroup() as subtree:
+            subtree.create_task(self._read_company(entry.id, is_namespace_company=False))
+            subtree.create_task(self._read_connection_detail(entry, subtree))
+
+    async def _read_connection_detail(self, entry: ConnectionEntry, subtree: asyncio.TaskGroup) -> None:
         detail: ConnectionDetail | None = await self._authoritative(
             ENDPOINT_CONNECTION,
             entry.id,
@@ -369,15 +395,19 @@ class _NamespaceReader:
         received_types = list(dict.fromkeys(received))
         self._plan(2 * len(received_types))
         for company_type_id in received_types:
-            self._spawn(self._read_target(entry.id, company_type_id))
+            subtree.create_task(self._read_target(entry.id, company_type_id))
 
     async def _read_target(self, company_id: str, company_type_id: str) -> None:
-        """Questionnaire and documents of one (company, company type)."""
+        """Questionnaire and documents of one (company, company type), side by side."""
         if company_type_id not in self._template_types:
             self._template_types.add(company_type_id)
             self._plan(1)
             self._spawn(self._read_template(company_type_id))
-        self._spawn(self._read_documents(company_id, company_type_id))
+        async with asyncio.TaskGroup() as both:
+            both.create_task(self._read_documents(company_id, company_type_id))
+            both.create_task(self._read_questionnaire(company_id, company_type_id))
+
+    async def _read_questionnaire(self, company_id: str, company_type_id: str) -> None:
         questionnaire = await self._authoritative(
             ENDPOINT_QUESTIONNAIRE,
             company_id,
@@ -549,7 +579,14 @@ async def extract_namespaces(
             return
         stage = NamespaceStage.create(staging_dir, namespace, batch_size)
         reader = _NamespaceReader(
-            client, role, synced_at, progress, stage, gate=gate, priority=priorities[namespace]
+            client,
+            role,
+            synced_at,
+            progress,
+            stage,
+            gate=gate,
+            priority=priorities[namespace],
+            open_connections=max(OPEN_CONNECTIONS, 4 * (concurrency or 0)),
         )
         try:
             snapshot = await reader.read()

@@ -216,6 +216,28 @@ def test_deployment_parameters_keep_only_what_is_given(monkeypatch: pytest.Monke
     )
 
 
+
+def test_the_flow_reads_settings_through_diligence_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ast
+
+    import diligence.config
+    from flows.service import configured_namespaces
+
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__NAMESPACES", '["ns-a", "ns-b"]')
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__EXPIRING_WITHIN_DAYS", "12")
+    assert configured_namespaces() == diligence.config.configured_namespaces() == ["ns-a", "ns-b"]
+    assert deployment_parameters()["expiring_within_days"] == 12
+    assert diligence.config.expiring_within_days() == 12
+    monkeypatch.delenv("SOURCES__COMPANY_CONNECTIONS__NAMESPACES")
+    monkeypatch.delenv("SOURCES__COMPANY_CONNECTIONS__EXPIRING_WITHIN_DAYS")
+    assert configured_namespaces() == []  # .dlt/config.toml lists none
+    assert deployment_parameters(expiring_within_days=5)["expiring_within_days"] == 5
+    # one reader of the settings: no flow module looks dlt config up itself
+    for module in Path(__file__).resolve().parents[2].joinpath("flows").glob("*.py"):
+        tree = ast.parse(module.read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        assert "dlt" not in imported, module.name
+
 # -- the tasks' functions on a real warehouse --------------------------------------------------
 @pytest.fixture(scope="module")
 def synced_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
