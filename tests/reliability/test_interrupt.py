@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
-from tests.helpers import query, sync
+from tests.helpers import current_counts, query, sync
 
 pytestmark = pytest.mark.slow
 
@@ -105,11 +105,14 @@ def test_ctrl_c_stops_the_sync_quickly_and_cleanly(tmp_path: Path, tty: bool) ->
         assert match and int(match.group(1)) > 0, output[-3000:]
         assert "FAILED" not in output and "failed" not in output.lower(), output[-3000:]
         assert not _locks(tmp_path), "a stale lock file was left"
-        # nothing half-written: the next sync runs and agrees with the service
+        # nothing half-written: the next sync runs and ends exactly like a clean run
         server.faults.latency_ms = 0
         result = sync(server, warehouse)
+        clean = tmp_path / "clean.duckdb"
+        assert not sync(server, clean).failed
     assert not result.failed
     assert query(warehouse, "select count(*) from raw.sync_runs where status <> 'success'") == [(0,)]
+    assert current_counts(warehouse) == current_counts(clean), "rows lost or duplicated"
     assert not _locks(tmp_path)
 
 
