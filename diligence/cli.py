@@ -489,7 +489,11 @@ def export(
         raise CommandError(f"--format must be csv or parquet, not {format!r}", EXIT_USAGE)
     if not warehouse.exists():
         raise CommandError(f"no warehouse at {warehouse}; run `diligence sync` first", EXIT_USAGE)
-    for exported in export_reports(warehouse, out_dir, format):  # type: ignore[arg-type]
+    files = export_reports(warehouse, out_dir, format)  # type: ignore[arg-type]
+    if _quiet():
+        out.print(f"exported {len(files)} reports ({format}) into {out_dir}", highlight=False)
+        return
+    for exported in files:
         out.print(f"{exported.path}  ({exported.rows} rows)", highlight=False)
 
 
