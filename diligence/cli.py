@@ -522,7 +522,11 @@ def export(
         raise CommandError(f"--format must be csv or parquet, not {format!r}", EXIT_USAGE)
     owner = _warehouse(warehouse, data_path)
     _require_data(owner)
-    for exported in export_step(owner, out_dir, [format]):
+    files = export_step(owner, out_dir, [format])
+    if _quiet():
+        out.print(f"exported {len(files)} reports ({format}) into {out_dir}", highlight=False)
+        return
+    for exported in files:
         out.print(f"{exported.path}  ({exported.rows} rows)", highlight=False)
 
 

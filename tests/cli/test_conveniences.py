@@ -179,6 +179,10 @@ def test_quiet_prints_one_line_and_verbose_shows_progress(server: SandboxServer,
     assert "DEBUG diligence.client" in verbose.stderr  # each request of our client
     assert SECRET not in verbose.stderr and "eyJ" not in verbose.stderr
     assert "Bearer ***" in verbose.stderr or "Bearer" not in verbose.stderr
+    exported = run(["-q", "export", "-w", "w.duckdb", "--out", "out"], tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout.splitlines() == ["exported 5 reports (csv) into out"]
+    assert len(list((tmp_path / "out").iterdir())) == 5
     both = run(["-q", "-v", "status"], tmp_path)
     assert both.returncode == 2
 
