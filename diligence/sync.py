@@ -10,8 +10,11 @@
       load A (one dlt run, merges scoped to A) ... load B ...──────┘
       record C as failed (sync_runs, sync_issues); its data and history stay
 
-Loads run one at a time in the calling thread (DuckDB has one writer and dlt's
-pipeline runs are serialized) while the fetch goes on in the background. A namespace
+The fetch starts first (login and user-info are on the wire while dlt prepares the
+pipeline). Loads run one at a time in the calling thread (DuckDB has one writer and
+dlt's pipeline runs are serialized) while the fetch goes on in the background; request
+slots go to the first namespace first, so namespaces complete one after another and
+only the last one's load comes after the last response. A namespace
 is committed by its own dlt run, so it is in the warehouse whatever happens to the
 others later. The CLI (`diligence sync`), the demo and the Prefect flow all reach
 :func:`run_sync` through :mod:`diligence.steps`.

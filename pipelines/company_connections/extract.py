@@ -16,8 +16,9 @@ admitted a window at a time (``OPEN_CONNECTIONS``, at least 4x the limit): a
 connection's requests exist as tasks only while it is read, so memory does not grow
 with the size of the account. Namespaces are read side by side through one client (one
 login, one token, one concurrency limit); request slots go to the first namespace
-first (:class:`PriorityGate`), so namespaces complete one after another. Rows are staged as they arrive (see :mod:`.staging`):
-each namespace's tables go to Arrow batches and Parquet files, never to one big list.
+first (:class:`PriorityGate`), so namespaces complete one after another. Rows are
+staged as they arrive (see :mod:`.staging`): each namespace's tables go to Arrow
+batches and Parquet files, never to one big list.
 As soon as a namespace's last request has answered, its :class:`NamespaceSnapshot`
 (the staged files) is handed to `on_complete`, so it can be loaded while the other
 namespaces are still being read.
@@ -200,7 +201,7 @@ class _NamespaceReader:
         stage: NamespaceStage,
         gate: PriorityGate | None = None,
         priority: int = 0,
-        open_connections: int = 64,
+        open_connections: int = OPEN_CONNECTIONS,
     ) -> None:
         self.client = client
         self.gate = gate
@@ -520,6 +521,7 @@ async def extract_namespaces(
     progress: ProgressListener | None = None,
     synced_at: datetime | None = None,
     known_namespaces: Sequence[str] = (),
+    open_connections: int | None = None,
 ) -> list[NamespaceResult]:
     """Read every requested namespace (default: every company of the user) side by side.
 
@@ -535,6 +537,8 @@ async def extract_namespaces(
 
     With `concurrency` (the client's limit), requests wait for a slot by namespace
     order (see :class:`PriorityGate`), so namespaces complete one after another.
+    `open_connections` (default :data:`OPEN_CONNECTIONS`, at least 4x `concurrency`)
+    bounds the connections of a namespace being read at once.
 
     Returns every result in the order they completed. Raises
     :class:`AuthenticationError` when the credentials are refused.
@@ -586,7 +590,7 @@ async def extract_namespaces(
             stage,
             gate=gate,
             priority=priorities[namespace],
-            open_connections=max(OPEN_CONNECTIONS, 4 * (concurrency or 0)),
+            open_connections=open_connections or max(OPEN_CONNECTIONS, 4 * (concurrency or 0)),
         )
         try:
             snapshot = await reader.read()

@@ -250,3 +250,51 @@ def test_namespaces_complete_one_after_another_under_a_shared_limit(
     # the second namespace only gets the slot while the first has no request waiting
     # (served first come, first served, it would have made about 40 % of its requests)
     assert when_first_done.get(second, 0) <= totals[second] // 10, (when_first_done, totals)
+
+
+def test_connections_are_read_a_window_at_a_time(
+    sandbox: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tasks alive during a fetch are bounded by the window of open connections,
+    not by the number of connections; the rows read are the same."""
+    from pipelines.company_connections import NamespaceSnapshot, resolve_settings
+    from pipelines.company_connections.extract import extract_namespaces
+    from pipelines.company_connections.staging import read_batches
+    from tests.helpers import CREDENTIALS
+
+    namespace = sandbox.world.namespaces[0]
+    settings = resolve_settings(base_url=sandbox.base_url, max_concurrency=2, token_store_path=None, **CREDENTIALS)
+    original = ServiceClient.connection
+    alive: list[int] = []
+
+    async def counting(self: ServiceClient, ns: str, company_id: str) -> Any:
+        alive.append(len(asyncio.all_tasks()))
+        return await original(self, ns, company_id)
+
+    monkeypatch.setattr(ServiceClient, "connection", counting)
+
+    def fetch(window: int) -> tuple[int, dict[str, int]]:
+        alive.clear()
+
+        async def run() -> list[Any]:
+            async with settings.client() as client:
+                return await extract_namespaces(
+                    client,
+                    [namespace],
+                    staging_dir=tmp_path / f"window-{window}",
+                    on_complete=lambda result: None,
+                    concurrency=2,
+                    open_connections=window,
+                )
+
+        (result,) = asyncio.run(run())
+        assert isinstance(result, NamespaceSnapshot), result
+        rows = {name: sum(t.num_rows for t in read_batches(table)) for name, table in result.tables.items()}
+        return max(alive), rows
+
+    connections = len(sandbox.world.readable_pairs(namespace))
+    bounded, rows_bounded = fetch(2)
+    unbounded, rows_unbounded = fetch(100_000)
+    assert rows_bounded == rows_unbounded and rows_bounded["connections"] > 10
+    assert bounded <= 20, bounded  # 2 open connections: a handful of tasks each
+    assert unbounded > 3 * bounded, (bounded, unbounded, connections)
