@@ -150,7 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=Path, default=None,
                         help="checkout of the commit before the pin, with its .venv")
     parser.add_argument("--skip-lake", action="store_true")
+    parser.add_argument("--render", action="store_true",
+                        help="only print the tables of the last run's JSON")
     args = parser.parse_args(argv)
+    if args.render:
+        print(render(json.loads((WORK / "lake.json").read_text())))
+        return 0
     WORK.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {"scale": args.scale, "latency_ms": args.latency_ms,
                                "lake": {}, "file": {}}
@@ -165,24 +170,26 @@ def main(argv: list[str] | None = None) -> int:
         if not args.skip_lake:
             cluster = new_cluster()
             cluster.start()
-            for run in range(args.repeat):
-                for workers in (1, 2, 0):
-                    name = f"lake_{workers}_{run}"
-                    uri = "ducklake:postgres:" + cluster.create_database(name)
-                    tmp = root / name
-                    tmp.mkdir()
-                    figure = lake_run(workers, namespaces, base, uri, tmp / "data", tmp)
-                    results["lake"].setdefault(str(workers), []).append(figure)
-                    print(f"lake workers={workers} run {run + 1}: {figure['wall']:.1f}s", flush=True)
         sides = {"after (1.5.5)": (sys.executable, ROOT)}
         if args.before is not None:
             sides["before (2.0.0)"] = (str(args.before / ".venv" / "bin" / "python"), args.before)
-        for run in range(args.repeat):
+        for run in range(args.repeat):  # lake and file runs alternate, run by run
+            for workers in () if args.skip_lake else (1, 2, 0):
+                assert cluster is not None
+                name = f"lake_{workers}_{run}"
+                uri = "ducklake:postgres:" + cluster.create_database(name)
+                tmp = root / name
+                tmp.mkdir()
+                figure = lake_run(workers, namespaces, base, uri, tmp / "data", tmp)
+                results["lake"].setdefault(str(workers), []).append(figure)
+                (WORK / "lake.json").write_text(json.dumps(results, indent=2))
+                print(f"lake workers={workers} run {run + 1}: {figure['wall']:.1f}s", flush=True)
             for side, (python, cwd) in sides.items():
                 tmp = root / f"file_{run}_{side.split()[0]}"
                 tmp.mkdir()
                 figure = file_run(python, cwd, base, tmp)
                 results["file"].setdefault(side, []).append(figure)
+                (WORK / "lake.json").write_text(json.dumps(results, indent=2))
                 print(f"file {side} run {run + 1}: {figure}", flush=True)
     finally:
         sandbox.terminate()

@@ -24,7 +24,7 @@ from .postgres import PostgresCluster, free_port
 
 DILIGENCE = [sys.executable, "-m", "diligence"]
 AS_OF = "2026-11-01T06:00:00"
-TIMEOUT = 240
+TIMEOUT = 400
 #: columns that differ between two syncs of the same data (when, which run)
 VOLATILE = ("_dlt_", "sync_id", "synced_at", "loaded_at", "evaluated_at", "started_at",
             "finished_at", "valid_from", "valid_to", "_at", "hours_since", "duration",
@@ -84,6 +84,7 @@ def analytics_rows(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple]]:
     return rows
 
 
+@pytest.mark.timeout(900)
 def test_concurrent_namespace_syncs_then_models_equal_a_file_warehouse(
     server: SandboxServer, lake_location: WarehouseLocation, tmp_path: Path
 ) -> None:

@@ -82,10 +82,12 @@ def test_a_data_path_that_cannot_be_written(tmp_path: Path) -> None:
     location = parse_location(
         f"ducklake:postgres:dbname=lake password={SECRET}", blocker / "data"
     )
+    # check_location asks the catalog first (that writes nothing); the data path alone:
     with pytest.raises(WarehouseLocationError, match="cannot be written") as info:
-        lake.check_location(location)
+        lake.check_data_path(location)
     assert SECRET not in str(info.value) and "\n" not in str(info.value)
     assert not (blocker / "data").exists()
+    # with the CLI and a reachable catalog: tests/lake/test_lake_cli.py
 
 
 def test_an_unreachable_catalog(tmp_path: Path) -> None:
