@@ -18,7 +18,7 @@ install: $(BIN)/diligence
 demo: install
 	$(BIN)/diligence demo
 
-test: install browser
+test: install browser postgres
 	$(BIN)/pytest
 
 # Headless Chromium for the report's browser test (tests/report): Debian's package,
@@ -28,6 +28,14 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
+# PostgreSQL server binaries for the DuckLake tests (tests/lake start a throwaway
+# cluster on 127.0.0.1): Debian's postgresql-15, installed when missing.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql-15; }
 
 bench: install
 	$(BIN)/python -m benchmarks.run
