@@ -50,7 +50,8 @@ def _flocked(path: Path) -> bool | None:
     return False
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process with `pid` exists (owned by anyone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -66,7 +67,7 @@ def lock_holder(warehouse: Path) -> int | None:
     pid = _pid_in(path)
     held = _flocked(path)
     if held is None:
-        held = pid is not None and _alive(pid)
+        held = pid is not None and process_alive(pid)
     if not held:
         return None
     return pid if pid is not None else 0

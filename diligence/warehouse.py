@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import WarehouseBusyError
 from .filemodes import make_dirs, protect, protect_tree
+from .lockinfo import process_alive
 
 if TYPE_CHECKING:
     from dlt.common.pipeline import SupportsPipeline
@@ -350,7 +351,7 @@ class Warehouse:
         if root.exists():
             for old in root.iterdir():
                 owner = old.name.rsplit("-", 1)[-1]
-                if self.path is None and owner.isdigit() and int(owner) != pid and _alive(int(owner)):
+                if self.path is None and owner.isdigit() and int(owner) != pid and process_alive(int(owner)):
                     continue
                 shutil.rmtree(old, ignore_errors=True)
         make_dirs(root, own=True)
@@ -417,16 +418,6 @@ class Warehouse:
                 "where status = 'success' order by 1"
             ).fetchall()
         return [row[0] for row in rows]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def table_names(con: Any) -> set[str]:

@@ -7,9 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from diligence.sandbox.server import DEFAULT_EMAIL
+
 #: the console script of the project's environment (``.venv/bin/diligence``)
 DILIGENCE = str(Path(sys.executable).with_name("diligence"))
 SECRET = "s3cret-Pa55word-for-tests"
+EMAIL = {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL}
+CREDENTIALS = {**EMAIL, "SOURCES__COMPANY_CONNECTIONS__PASSWORD": SECRET}
 
 
 def run(

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -16,9 +15,10 @@ import pytest
 
 from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
+from .helpers import SECRET
+
 DILIGENCE = [sys.executable, "-m", "diligence"]
 COMMANDS = ["sync", "models", "export", "sandbox", "demo", "status", "schedule"]
-SECRET = "s3cret-Pa55word-for-tests"
 
 pytestmark = pytest.mark.slow
 
@@ -29,12 +29,6 @@ def run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: 
     return subprocess.run(
         DILIGENCE + args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
     )
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[SandboxServer]:
-    with SandboxServer(scale="small", password=SECRET) as sandbox:
-        yield sandbox
 
 
 @pytest.fixture(scope="module")

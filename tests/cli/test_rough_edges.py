@@ -11,27 +11,18 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from diligence.sandbox.server import DEFAULT_EMAIL, SandboxServer
+from diligence.sandbox.server import SandboxServer
 from diligence.warehouse import writer_lock
 
-from .helpers import DILIGENCE, SECRET, error_lines, run
+from .helpers import CREDENTIALS, DILIGENCE, EMAIL, SECRET, error_lines, run
 
 pytestmark = pytest.mark.slow
 
-EMAIL = {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL}
-CREDENTIALS = {**EMAIL, "SOURCES__COMPANY_CONNECTIONS__PASSWORD": SECRET}
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[SandboxServer]:
-    with SandboxServer(scale="small", password=SECRET) as sandbox:
-        yield sandbox
 
 
 @pytest.fixture(scope="module")

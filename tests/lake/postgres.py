@@ -14,12 +14,13 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.processes import free_port
 
 START_TIMEOUT_SECONDS = 60
 STOP_TIMEOUT_SECONDS = 30
@@ -118,11 +119,6 @@ def find_bindir() -> Path:
         "postgresql-15 package (apt-get install postgresql-15) or set PG_BIN to their bindir"
     )
 
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def new_cluster() -> PostgresCluster:

@@ -19,8 +19,9 @@ from diligence.analytics import rebuild_analytics
 from diligence.lake import WarehouseLocation
 from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import sync
+from tests.processes import free_port
 
-from .postgres import PostgresCluster, free_port
+from .postgres import PostgresCluster
 
 DILIGENCE = [sys.executable, "-m", "diligence"]
 AS_OF = "2026-11-01T06:00:00"

@@ -8,8 +8,9 @@ import pytest
 
 from diligence import lake
 from diligence.lake import WarehouseLocationError, parse_location
+from tests.processes import free_port
 
-from .postgres import PostgresCluster, free_port
+from .postgres import PostgresCluster
 
 SECRET = "s3cr3t-Pa55"
 

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
-import httpx
 import pytest
 from prefect.client.orchestration import SyncPrefectClient
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
@@ -21,9 +20,8 @@ from diligence.lake import WarehouseLocation
 from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from flows.fanout import FANOUT_FLOW_NAME, NAMESPACE_FLOW_NAME
 from tests.helpers import sync
+from tests.processes import PREFECT, REPO, base_env, prefect_server, start, stop, wait_for
 
-from .postgres import free_port
-from .processes import PREFECT, REPO, base_env, start, stop, wait_for
 from .test_lake_cli import analytics_rows
 
 pytestmark = pytest.mark.slow
@@ -41,25 +39,9 @@ def server() -> Iterator[SandboxServer]:
 
 @pytest.fixture
 def prefect_api(tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    env = base_env(tmp_path / "server-home") | {
-        "PREFECT_SERVER_API_HOST": "127.0.0.1",
-        "PREFECT_SERVER_DATABASE_CONNECTION_URL": (
-            f"sqlite+aiosqlite:///{tmp_path / 'prefect-server.db'}"
-        ),
-        "PREFECT_UI_ENABLED": "false",
-    }
-    log = tmp_path / "prefect-server.log"
-    process = start([str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port",
-                     str(port)], env, log)
-    api = f"http://127.0.0.1:{port}/api"
-    try:
-        wait_for("prefect server",
-                 lambda: httpx.get(f"{api}/health", timeout=2).status_code == 200,
-                 process, log, STARTUP_SECONDS)
-        yield api
-    finally:
-        stop(process)
+    """A Prefect server on a free loopback port, with its own home and SQLite database."""
+    with prefect_server(tmp_path / "server-home", startup_seconds=STARTUP_SECONDS) as api_url:
+        yield api_url
 
 
 def _cli(args: list[str], env: dict[str, str]) -> None:

@@ -9,16 +9,8 @@ the header every JWT starts with, which catches a token the list missed.
 from __future__ import annotations
 
 import base64
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterable
 from pathlib import Path
-
-import httpx
 
 #: Every JWT the sandbox issues starts with this header (HS256, typ JWT).
 JWT_PREFIX = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=")
@@ -93,82 +85,3 @@ def scan(roots: Iterable[Path], forms: dict[str, bytes]) -> tuple[int, dict[str,
                 if names:
                     found[str(path)] = names
     return scanned, found
-
-
-# -- a real local Prefect server ----------------------------------------------------------
-PREFECT = Path(sys.executable).with_name("prefect")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def prefect_env(home: Path) -> dict[str, str]:
-    """This process's environment without Prefect or dlt-source settings, `home` as PREFECT_HOME."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("PREFECT_", "SOURCES__", "SCHEDULE__", "NOTIFICATIONS__"))
-    }
-    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", PYTHONUNBUFFERED="1")
-    return env
-
-
-class PrefectServer:
-    """`prefect server start` on a free loopback port; its SQLite database, its log and
-    everything else it writes live in `home` (its PREFECT_HOME). Stops itself on exit."""
-
-    def __init__(self, home: Path, startup_seconds: float = 120) -> None:
-        self.home = home
-        self.port = free_port()
-        self.api_url = f"http://127.0.0.1:{self.port}/api"
-        self.log = home / "server.log"
-        self.startup_seconds = startup_seconds
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> PrefectServer:
-        self.home.mkdir(parents=True, exist_ok=True)
-        env = prefect_env(self.home) | {
-            "PREFECT_SERVER_API_HOST": "127.0.0.1",
-            "PREFECT_UI_ENABLED": "false",
-            "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{self.home / 'prefect.db'}",
-        }
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(
-                [str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", str(self.port)],
-                env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        deadline = time.monotonic() + self.startup_seconds
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"prefect server exited:\n{self.log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.api_url}/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"prefect server did not start:\n{self.log.read_text()[-3000:]}")
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        process = self.process
-        if process is None:
-            return
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait(timeout=15)
-        self.process = None

@@ -22,8 +22,9 @@ from urllib.parse import quote
 import pytest
 
 from diligence.sandbox.server import DEFAULT_EMAIL, SandboxServer
+from tests.processes import base_env, free_port, prefect_server
 
-from .secret_scan import PrefectServer, free_port, leaks_in, prefect_env, scan, secret_forms
+from .secret_scan import leaks_in, scan, secret_forms
 
 pytestmark = pytest.mark.slow
 
@@ -140,10 +141,10 @@ def _by_prefect_secret_block(tmp_path: Path) -> tuple[list[bytes], list[str]]:
     """The flow on a real local Prefect server, the password only in the Secret block;
     logs of dlt and diligence go to the API too, and task results are persisted."""
     home = tmp_path / "prefect-home"
-    with SandboxServer(scale="small", password=PASSWORD) as sandbox, PrefectServer(home) as prefect:
+    with SandboxServer(scale="small", password=PASSWORD) as sandbox, prefect_server(home) as prefect_api:
         sandbox.faults.update({"token_lifetime": 2, "latency_ms": 5})
-        env = prefect_env(home) | {
-            "PREFECT_API_URL": prefect.api_url,
+        env = base_env(home) | {
+            "PREFECT_API_URL": prefect_api,
             "PREFECT_LOGGING_EXTRA_LOGGERS": "dlt,diligence",
             "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "true",
             EMAIL_ENV: DEFAULT_EMAIL,

@@ -1,31 +1,37 @@
-"""Start and stop the real processes of the lake's Prefect test: a local Prefect server
-and process workers, each in its own process group, stopped by PID."""
+"""The real processes of the tests that need them (a local Prefect server, its workers,
+`diligence schedule`): each in its own process group, on loopback, stopped by PID."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 PREFECT = Path(sys.executable).with_name("prefect")
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def base_env(home: Path) -> dict[str, str]:
-    """This process's environment without Prefect, dlt-source and diligence settings."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("PREFECT_", "SOURCES__", "SCHEDULE__", "DILIGENCE_"))
-    }
+    """This process's environment without Prefect, dlt-source and diligence settings,
+    `home` as PREFECT_HOME."""
+    prefixes = ("PREFECT_", "SOURCES__", "SCHEDULE__", "NOTIFICATIONS__", "DILIGENCE_")
+    env = {key: value for key, value in os.environ.items() if not key.startswith(prefixes)}
     env.update(
         PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false", PYTHONUNBUFFERED="1"
     )
@@ -70,3 +76,27 @@ def wait_for(
             return result
         time.sleep(0.5)
     pytest.fail(f"{what}: timed out after {timeout} s:\n{log.read_text()[-3000:]}")
+
+
+@contextlib.contextmanager
+def prefect_server(home: Path, *, startup_seconds: float = 120) -> Iterator[str]:
+    """`prefect server start` on a free loopback port with its SQLite database, its log
+    (``server.log``) and everything else it writes in `home`; yields the API URL."""
+    home.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    env = base_env(home) | {
+        "PREFECT_SERVER_API_HOST": "127.0.0.1",
+        "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        "PREFECT_UI_ENABLED": "false",
+    }
+    log = home / "server.log"
+    process = start([str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env, log)
+    api_url = f"http://127.0.0.1:{port}/api"
+    try:
+        wait_for(
+            "prefect server", lambda: httpx.get(f"{api_url}/health", timeout=2).status_code == 200,
+            process, log, startup_seconds,
+        )
+        yield api_url
+    finally:
+        stop(process)
