@@ -490,13 +490,14 @@ def models(
     and publish the analysts' read-only copy (<warehouse>-analytics.duckdb; a lake has none).
 
     With --as-of in the past the build would replace the analysts' copy with expiry
-    as of then: it is refused unless --publish says so.
+    as of then: on a file warehouse it is refused unless --publish says so.
     """
     owner = _warehouse(warehouse, data_path)
     _require_data(owner, writing=True)
     days = _expiring_default() if expiring_within_days is None else expiring_within_days
     when = _parse_as_of(as_of)
-    if when is not None and when < datetime.now(timezone.utc) - _AS_OF_SLACK and not publish:
+    past = when is not None and when < datetime.now(timezone.utc) - _AS_OF_SLACK
+    if past and not publish and not owner.is_lake:  # a lake has no analysts' copy to replace
         raise CommandError(
             f"--as-of {as_of} is in the past: the analysts' copy would show expiry as of then; "
             "pass --publish to build and publish it anyway", EXIT_USAGE
