@@ -91,8 +91,9 @@ def sync_step(
             resources=tuple(resources) if resources else None,
         )
     except SyncError as exc:
-        secrets = tuple(str(v) for k, v in (source_options or {}).items() if k in ("password", "access_token") and v)
-        record_failed_attempt(warehouse.path, str(exc), secrets)
+        if warehouse.path is not None:  # a lake keeps no file of failed attempts
+            secrets = tuple(str(v) for k, v in (source_options or {}).items() if k in ("password", "access_token") and v)
+            record_failed_attempt(warehouse.path, str(exc), secrets)
         raise
 
 
@@ -178,6 +179,8 @@ def run_pipeline(
     import time
 
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    if download_to is not None and owner.path is None:  # before anything is fetched
+        raise ValueError("--download-documents needs a DuckDB file warehouse, not a lake")
     result = PipelineResult()
     asked = time.monotonic()
     with owner.writing(wait_seconds=wait_seconds):
@@ -200,8 +203,6 @@ def run_pipeline(
         if download_to is not None:
             from .documents import download_documents
 
-            if owner.path is None:
-                raise ValueError("--download-documents needs a DuckDB file warehouse, not a lake")
             result.downloads = download_documents(owner.path, download_to, base_url=base_url)
         if models:
             result.analytics = analytics_step(

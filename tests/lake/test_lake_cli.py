@@ -43,8 +43,8 @@ def server() -> Iterator[SandboxServer]:
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SOURCES__", "DILIGENCE_"))}
-    env.update(SOURCES__COMPANY_CONNECTIONS__EMAIL=DEFAULT_EMAIL,
-               SOURCES__COMPANY_CONNECTIONS__PASSWORD=DEFAULT_PASSWORD, **extra)
+    env.update({"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
+                "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD, **extra})
     return env
 
 
@@ -184,3 +184,19 @@ def test_bad_locations_stop_in_one_line_with_nothing_written(
             "and schema_name = 'public'").fetchone()[0] == 0
     finally:
         con.close()
+
+
+def test_refused_credentials_into_a_lake_give_one_line(
+    server: SandboxServer, lake_location: WarehouseLocation, tmp_path: Path
+) -> None:
+    """A sync that cannot run at all is recorded as a failed attempt only for a file
+    warehouse; on a lake the credentials' own error still reaches the user, in one line."""
+    options = ["--warehouse", lake_location.uri, "--data-path", str(lake_location.data_path),
+               "--base-url", server.base_url]
+    wrong = "wrong-" + DEFAULT_PASSWORD
+    done = _run(["sync", "--no-models", *options], tmp_path,
+                SOURCES__COMPANY_CONNECTIONS__PASSWORD=wrong)
+    assert done.returncode == 1, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "credentials" in errors[0].lower(), done.stderr
+    assert "Traceback" not in done.stderr and wrong not in done.stderr + done.stdout
