@@ -28,10 +28,8 @@ the same lake.
 from __future__ import annotations
 
 import hashlib
-import random
 import re
 import threading
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,8 +37,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
 import duckdb
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from .errors import DiligenceError
+from .filemodes import make_dirs
 
 if TYPE_CHECKING:
     from dlt.common.destination import Destination
@@ -265,20 +265,25 @@ def initialise_retrying(
     """:func:`initialise`, retried when another process initialises the same empty
     catalog at the same moment (one of the two then finds a duplicate key or a commit
     conflict; the next attempt finds the catalog made)."""
-    for attempt in range(1, attempts + 1):
-        try:
-            initialise(location, schemas)
-            return
-        except (WarehouseLocationError, duckdb.Error) as exc:
-            text = str(exc)
-            racing = is_commit_conflict(exc) or "duplicate key" in text or "already exists" in text
-            if isinstance(exc, WarehouseLocationError) and (not racing or attempt == attempts):
-                raise
-            if not racing or attempt == attempts:
-                raise WarehouseLocationError(
-                    f"cannot initialise the DuckLake {location.display()}: {_first_line(exc)}"
-                ) from None
-        time.sleep(backoff_seconds * attempt * (0.5 + random.random()))
+    retrying = Retrying(
+        stop=stop_after_attempt(attempts),
+        wait=wait_random_exponential(multiplier=backoff_seconds, max=5),
+        retry=retry_if_exception(_racing_initialise),
+        reraise=True,
+    )
+    try:
+        retrying(initialise, location, schemas)
+    except duckdb.Error as exc:
+        raise WarehouseLocationError(
+            f"cannot initialise the DuckLake {location.display()}: {_first_line(exc)}"
+        ) from None
+
+
+def _racing_initialise(exc: BaseException) -> bool:
+    text = str(exc)
+    return isinstance(exc, (WarehouseLocationError, duckdb.Error)) and (
+        is_commit_conflict(exc) or "duplicate key" in text or "already exists" in text
+    )
 
 
 def namespace_slug(namespace: str) -> str:
@@ -315,9 +320,7 @@ def lake_pipeline_parts(
 
     slug = namespace_slug(namespace)
     layout = f"%s_staging_{slug}"
-    pipelines_dir = pipelines_root.expanduser().resolve() / slug
-    pipelines_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    pipelines_dir.chmod(0o700)
+    pipelines_dir = make_dirs(pipelines_root.expanduser().resolve() / slug, own=True)
     assert location.data_path is not None
     credentials = DuckLakeCredentials(
         ducklake_name,
@@ -370,19 +373,19 @@ def load_retrying(
     """``pipeline.run(data, **run_options)``; on a transient commit conflict (see
     :func:`is_commit_conflict`) load the pending package again, up to `attempts` in all,
     with jittered exponential backoff. Returns dlt's LoadInfo."""
-    try:
-        return pipeline.run(data, **run_options)
-    except Exception as exc:
-        if attempts <= 1 or not is_commit_conflict(exc):
-            raise
-    for attempt in range(2, attempts + 1):
-        time.sleep(backoff_seconds * 2 ** (attempt - 2) * (0.5 + random.random()))
-        try:
-            return pipeline.load()
-        except Exception as exc:
-            if attempt == attempts or not is_commit_conflict(exc):
-                raise
-    raise AssertionError("unreachable")
+    runs = 0
+
+    def run_then_load() -> Any:
+        nonlocal runs
+        runs += 1
+        return pipeline.run(data, **run_options) if runs == 1 else pipeline.load()
+
+    return Retrying(
+        stop=stop_after_attempt(attempts),
+        wait=wait_random_exponential(multiplier=backoff_seconds, max=30),
+        retry=retry_if_exception(is_commit_conflict),
+        reraise=True,
+    )(run_then_load)
 
 
 def catalog_url(location: WarehouseLocation) -> str:

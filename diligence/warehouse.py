@@ -231,7 +231,6 @@ class Warehouse:
         self._locked = False
         self._checked = False
         self._con: Any = None
-        self._con_users = 0
 
     def __repr__(self) -> str:
         return f"Warehouse({self.display()!r})"
@@ -327,8 +326,8 @@ class Warehouse:
 
         from .lake import lake_pipeline_parts
 
+        make_dirs(self.pipelines_root, own=True)
         parts = lake_pipeline_parts(self.location, namespace, pipelines_root=self.pipelines_root)
-        self.pipelines_root.chmod(0o700)
         dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
         dlt.config["restore_from_destination"] = False
         return dlt.pipeline(
@@ -369,14 +368,10 @@ class Warehouse:
         limit bounds them all.
         """
         if self._con is not None:
-            self._con_users += 1
-            try:
-                yield self._con
-            finally:
-                self._con_users -= 1
+            yield self._con
             return
         con = self.connect(read_only=read_only)
-        self._con, self._con_users = con, 1
+        self._con = con
         try:
             if self.path is None:
                 # A lake's DuckDB lives in memory: the model build's transaction holds its
@@ -386,7 +381,7 @@ class Warehouse:
                 con.execute(f"set memory_limit = '{memory_limit}'")
             yield con
         finally:
-            self._con, self._con_users = None, 0
+            self._con = None
             con.close()
 
     def connect(self, *, read_only: bool = False) -> Any:
