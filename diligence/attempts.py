@@ -45,11 +45,10 @@ def _path(warehouse: Path) -> Path:
 
 def record_failed_attempt(warehouse: Path, error: str, secrets: tuple[str, ...] = ()) -> None:
     """Append a failed attempt (its message masked); never raises."""
+    from .filemodes import write_text_atomically
     from .logs import mask_secrets
 
     try:
-        path = _path(warehouse)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         attempt = FailedAttempt(
             at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             pid=os.getpid(),
@@ -57,11 +56,7 @@ def record_failed_attempt(warehouse: Path, error: str, secrets: tuple[str, ...] 
         )
         kept = [asdict(a) for a in failed_attempts(warehouse)][-(KEEP - 1):]
         kept.append(asdict(attempt))
-        temporary = path.with_name(f".{_FILE}.{os.getpid()}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.writelines(json.dumps(a) + "\n" for a in kept)
-        os.replace(temporary, path)
+        write_text_atomically(_path(warehouse), "".join(json.dumps(a) + "\n" for a in kept))
     except OSError:  # recording must never hide the sync's own error
         pass
 

@@ -64,6 +64,11 @@ DataPathOption = Annotated[
 ]
 
 
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
 def _warehouse(location: str | None, data_path: str | None) -> Any:
     """The Warehouse of the options/env/config; one clear line when unusable."""
     from .config import open_warehouse
@@ -78,10 +83,6 @@ def _require_data(owner: Any, *, writing: bool = False) -> None:
         check_location(owner.location)
     if not owner.exists():
         raise CommandError(f"no warehouse at {owner.display()}; run `diligence sync` first", EXIT_USAGE)
-
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 class CommandError(Exception):

@@ -115,6 +115,8 @@ def notification_block(value: str | None = None) -> str | None:
     ``notifications.block``, else None (no alerts)."""
     name = value or _configured("notifications.block", str)
     return str(name) if name else None
+
+
 def warehouse_settings(
     location: str | Path | None = None, data_path: str | Path | None = None
 ) -> tuple[str | Path, str | None]:

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Modes", "modes", "make_dirs", "protect", "protect_tree"]
+__all__ = ["Modes", "modes", "make_dirs", "protect", "protect_tree", "write_text_atomically"]
 
 
 @dataclass(frozen=True)
@@ -84,3 +84,21 @@ def protect_tree(root: Path) -> None:
             if not os.path.islink(path):
                 with contextlib.suppress(FileNotFoundError):
                     os.chmod(path, current.file)
+
+
+def write_text_atomically(path: Path, text: str) -> Path:
+    """Write `text` to `path` with the file mode from its first byte, then move it into
+    place in one step: a reader sees the old file or the new one, never half of one."""
+    path = Path(path)
+    make_dirs(path.parent)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, modes().file)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    return path

@@ -25,7 +25,6 @@ then moved into place.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,12 +115,6 @@ def run_summary(result: PipelineResult) -> dict[str, Any]:
 
 def write_summary(summary: dict[str, Any], path: Path) -> Path:
     """Write `summary` as indented JSON to `path` (owner-only), atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(summary, handle, indent=2, sort_keys=False)
-        handle.write("\n")
-    os.replace(temporary, path)
-    return path
+    from .filemodes import write_text_atomically
+
+    return write_text_atomically(path, json.dumps(summary, indent=2) + "\n")
