@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import sys
 import threading
 from collections.abc import Callable, Collection, Coroutine, Iterator, Sequence
 from datetime import datetime, timezone
@@ -43,6 +44,7 @@ import pyarrow as pa
 import uvloop
 from dlt.extract import DltResource
 
+from . import settings as s
 from .client import ServiceClient
 from .config import SourceSettings, resolve_settings
 from .extract import (
@@ -54,7 +56,7 @@ from .extract import (
     extract_namespaces,
 )
 from .schema import CURRENT_STATE, HISTORY, TABLE_COLUMNS, arrow_schema
-from .staging import StagedTable, read_batches
+from .staging import StagedTable, read_batches, warm_up_conversions
 
 __all__ = [
     "company_connections",
@@ -128,6 +130,8 @@ class _Fetch:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
         self._cancelled = threading.Event()
+        #: set once every namespace is complete (or the fetch stopped), before the client closes
+        self.read_all = threading.Event()
 
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -137,6 +141,7 @@ class _Fetch:
         async with self.settings.client() as client:
             self.stats = client.stats
             await extract_namespaces(client, on_complete=self.results.put, **self.options)
+            self.read_all.set()
 
     def run(self) -> None:
         try:
@@ -146,6 +151,7 @@ class _Fetch:
         except BaseException as exc:  # noqa: BLE001 - handed to the consuming thread
             self.error = exc
         finally:
+            self.read_all.set()
             self.results.put(_DONE)
 
     def cancel(self) -> None:
@@ -172,7 +178,16 @@ class NamespaceStream:
         self._fetch = fetch
         self._on_stats = on_stats
         self._thread = threading.Thread(target=fetch.run, name="company-connections-fetch", daemon=True)
+        # The caller's loads are Python work that holds the GIL; the fetch thread gets it
+        # back within FETCH_SWITCH_INTERVAL (instead of 5 ms), so responses are not kept
+        # waiting behind a load. Restored on close.
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, s.FETCH_SWITCH_INTERVAL))
         self._thread.start()
+        # pyarrow's first conversion from Python objects imports pandas (~0.3 s of held
+        # GIL): done here, in the caller's thread while login and user-info are on the
+        # wire, rather than on the fetch thread's event loop with every slot in flight.
+        warm_up_conversions()
 
     def __iter__(self) -> Iterator[NamespaceResult]:
         while True:
@@ -183,10 +198,17 @@ class NamespaceStream:
         if self._fetch.error is not None:
             raise self._fetch.error
 
+    @property
+    def fetching(self) -> bool:
+        """True while namespaces are still being read and none is waiting to be taken:
+        the caller would otherwise be idle (a good time for housekeeping)."""
+        return not self._fetch.read_all.is_set() and self._fetch.results.empty()
+
     def close(self) -> None:
         if self._thread.is_alive():
             self._fetch.cancel()
             self._thread.join()
+        sys.setswitchinterval(self._switch_interval)
         on_stats, self._on_stats = self._on_stats, None
         if on_stats is not None and self._fetch.stats is not None:
             on_stats(self._fetch.stats)

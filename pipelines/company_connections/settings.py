@@ -88,5 +88,10 @@ DEFAULT_MAX_DOWNLOAD_BYTES = 2 * 1024 * 1024 * 1024
 # JSON nested deeper than this is refused (the service's bodies are at most ~6 deep).
 MAX_JSON_DEPTH = 64
 
+# While a fetch thread runs beside the caller's loads, the GIL is handed over at least
+# this often (seconds; Python's default is 5 ms), so a response that arrives while a load
+# runs Python code waits at most this long for the event loop.
+FETCH_SWITCH_INTERVAL = 0.001
+
 # The client raises the GC's generation-0 threshold to this while it is open.
 GC_GEN0_THRESHOLD = 20_000
