@@ -11,7 +11,8 @@ fetch, and ONE DuckDB connection per step (:meth:`Warehouse.session`), which the
 models, checks, publish and exports all use::
 
     with Warehouse(location, data_path).writing(wait_seconds=30) as wh:
-        pipeline = wh.pipeline(namespace)  # created once, cached
+        with wh.session(memory_limit=LOAD_MEMORY_LIMIT):  # the sync: the file opened once
+            pipeline = wh.pipeline(namespace)             # loads through that connection
         with wh.session() as con:          # the file opened / the lake attached once
             ... build models, run checks, publish, export on `con` ...
 
@@ -69,11 +70,14 @@ def pipelines_dir_of(warehouse: Path) -> Path:
     return warehouse.parent / ".dlt-pipelines" / warehouse.stem
 
 
-def pipeline_for(warehouse: Path) -> SupportsPipeline:
+def pipeline_for(warehouse: Path, connection: Any = None) -> SupportsPipeline:
     """The dlt pipeline writing `warehouse`; its local state lives beside the file.
 
     Keeping dlt's working folder next to the warehouse (``<dir>/.dlt-pipelines/<stem>``)
-    means two warehouses never share pipeline state.
+    means two warehouses never share pipeline state. With `connection` (an open DuckDB
+    connection to `warehouse`, closed by its owner), every dlt run loads through it;
+    without, dlt opens the file itself, and closes it whenever its last job is done,
+    so each run pays for opening the file and a checkpoint several times over.
     """
     import dlt
     from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
@@ -92,7 +96,9 @@ def pipeline_for(warehouse: Path) -> SupportsPipeline:
     return dlt.pipeline(
         pipeline_name=PIPELINE_NAME,
         destination=dlt.destinations.duckdb(
-            DuckDbCredentials(str(warehouse), global_config={"memory_limit": LOAD_MEMORY_LIMIT})
+            DuckDbCredentials(connection)
+            if connection is not None
+            else DuckDbCredentials(str(warehouse), global_config={"memory_limit": LOAD_MEMORY_LIMIT})
         ),
         dataset_name=RAW_DATASET,
         pipelines_dir=str(pipelines_dir),
@@ -228,6 +234,8 @@ class Warehouse:
         self.path: Path | None = location.path.expanduser() if location.path else None
         self._pipelines_root = pipelines_root
         self._pipelines: dict[str | None, SupportsPipeline] = {}
+        #: the session connection the file's pipeline loads through (None: its own)
+        self._pipeline_con: Any = None
         self._locked = False
         self._checked = False
         self._con: Any = None
@@ -276,6 +284,11 @@ class Warehouse:
                 self._locked = outer
 
     @property
+    def session_connection(self) -> Any:
+        """The connection of the open :meth:`session` (None when none is open)."""
+        return self._con
+
+    @property
     def locked(self) -> bool:
         return self._locked
 
@@ -305,14 +318,19 @@ class Warehouse:
     def pipeline(self, namespace: str | None = None) -> SupportsPipeline:
         """The dlt pipeline that writes `raw` (created once per owner). A lake has one per
         namespace (dlt-hub/dlt#4297: concurrent runs must not share pipeline state or
-        staging dataset), so `namespace` is required there."""
+        staging dataset), so `namespace` is required there. A file's pipeline made while
+        a :meth:`session` is open loads through the session's connection, so a sync's
+        runs open the file once; it is made again for a later session."""
         if self.path is not None:
             namespace = None
         elif namespace is None:
             raise ValueError("a lake's pipeline belongs to one namespace: pass it")
+        if self.path is not None and self._pipeline_con is not self._con:
+            self._pipelines.pop(None, None)  # made for another (closed) session
         if namespace not in self._pipelines:
             if self.path is not None:
-                self._pipelines[None] = pipeline_for(self.path)
+                self._pipelines[None] = pipeline_for(self.path, self._con)
+                self._pipeline_con = self._con
             else:
                 self._pipelines[namespace] = self._lake_pipeline(namespace)
         return self._pipelines[namespace]
@@ -358,14 +376,20 @@ class Warehouse:
 
     @contextlib.contextmanager
     def session(
-        self, *, memory_limit: str | None = MODELS_MEMORY_LIMIT, read_only: bool = False
+        self,
+        *,
+        memory_limit: str | None = MODELS_MEMORY_LIMIT,
+        read_only: bool = False,
+        checkpoint_on_close: bool = True,
     ) -> Iterator[Any]:
         """Open DuckDB once for a step (the file, or an in-memory DuckDB with the lake
         attached and selected), with the step's memory limit; nested sessions reuse it.
 
         While a file's session is open, every other connection this process opens to the
         file (without a config of its own) shares its database instance, so its memory
-        limit bounds them all.
+        limit bounds them all. With ``checkpoint_on_close=False`` a file is closed
+        without writing its WAL into it: what was committed stays durable in
+        ``<file>.wal`` and the next open applies it.
         """
         if self._con is not None:
             yield self._con
@@ -382,7 +406,16 @@ class Warehouse:
             yield con
         finally:
             self._con = None
+            if not checkpoint_on_close and self.path is not None and not read_only:
+                with contextlib.suppress(Exception):  # closing normally is the fallback
+                    con.execute("pragma disable_checkpoint_on_shutdown")
             con.close()
+
+    def checkpoint(self) -> None:
+        """Write the open file session's WAL into the file (nothing for a lake, or
+        when no session is open)."""
+        if self._con is not None and self.path is not None:
+            self._con.execute("checkpoint")
 
     def connect(self, *, read_only: bool = False) -> Any:
         """A new DuckDB connection to the warehouse (the caller closes it)."""

@@ -9,22 +9,29 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow.parquet as pq
 import pytest
 
 from diligence.sandbox.server import SandboxServer
 from diligence.sync import NamespaceOutcome
-from diligence.warehouse import pipeline_for, pipelines_dir_of
+from diligence.warehouse import Warehouse, pipeline_for, pipelines_dir_of
+from pipelines.company_connections import resolve_settings, stream_namespaces
 from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.errors import RequestFailedError
+from pipelines.company_connections.settings import FETCH_SWITCH_INTERVAL
 from pipelines.company_connections.staging import NamespaceStage, read_batches
-from tests.helpers import current_counts, query, sync
+from tests.helpers import CREDENTIALS, current_counts, query, sync
+
+ROOT = Path(__file__).resolve().parents[2]
 
 DATA_TABLES = ("user_roles", "companies", "connections", "questionnaire_templates", "questionnaires", "documents")
 
@@ -56,10 +63,16 @@ def test_a_namespace_is_committed_while_another_is_still_fetching(
     def on_namespace(outcome: NamespaceOutcome) -> None:
         reported.append((outcome.namespace_company_id, datetime.now(timezone.utc)))
         if outcome.namespace_company_id == fast:
-            # the fast namespace is in the warehouse, visible to another connection
-            assert query(
-                warehouse, "select count(*) from raw.questionnaires where namespace_company_id = ?", fast
-            )[0][0] > 0
+            # the fast namespace is in the warehouse, visible to another connection (of
+            # this process: the sync holds the file open until it ends)
+            con = duckdb.connect(str(warehouse))
+            try:
+                seen = con.execute(
+                    "select count(*) from raw.questionnaires where namespace_company_id = ?", [fast]
+                ).fetchone()[0]
+            finally:
+                con.close()
+            assert seen > 0
             fast_committed.set()
 
     result = sync(sandbox, warehouse, on_namespace=on_namespace)
@@ -298,3 +311,81 @@ def test_connections_are_read_a_window_at_a_time(
     assert rows_bounded == rows_unbounded and rows_bounded["connections"] > 10
     assert bounded <= 20, bounded  # 2 open connections: a handful of tasks each
     assert unbounded > 3 * bounded, (bounded, unbounded, connections)
+
+
+def test_a_sync_opens_the_file_once_and_checkpoints_only_while_it_waits(
+    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sync(sandbox, warehouse)  # the warehouse exists: a sync reads its synced namespaces first
+    fast, slow = sandbox.world.namespaces[:2]
+    fast_committed = threading.Event()
+    _hold_until(monkeypatch, slow, fast_committed)
+    opened: list[tuple[str, bool]] = []
+    real_connect = duckdb.connect
+
+    def counting_connect(database: Any = ":memory:", read_only: bool = False, *args: Any, **kwargs: Any) -> Any:
+        opened.append((str(database), read_only))
+        return real_connect(database, read_only, *args, **kwargs)
+
+    checkpoints: list[list[str]] = []
+    real_checkpoint = Warehouse.checkpoint
+
+    def recording_checkpoint(self: Warehouse) -> None:
+        checkpoints.append([ns for ns, _ in reported])
+        real_checkpoint(self)
+
+    monkeypatch.setattr(duckdb, "connect", counting_connect)
+    monkeypatch.setattr(Warehouse, "checkpoint", recording_checkpoint)
+    reported: list[tuple[str, bool]] = []
+
+    def on_namespace(outcome: NamespaceOutcome) -> None:
+        reported.append((outcome.namespace_company_id, outcome.status == "success"))
+        if outcome.namespace_company_id == fast:
+            fast_committed.set()
+
+    result = sync(sandbox, warehouse, namespaces=[fast, slow], on_namespace=on_namespace)
+
+    assert not result.failed and [ns for ns, _ in reported] == [fast, slow]
+    # the file is opened to check that no other process holds it, read-only for its
+    # synced namespaces, then once for every load: dlt opens nothing of its own
+    assert opened == [(str(warehouse), False), (str(warehouse), True), (str(warehouse), False)], opened
+    # the WAL is written into the file after the fast namespace (the slow one was still
+    # being read), not after the last one: that is left to the next open
+    assert checkpoints == [[fast]]
+    assert Path(f"{warehouse}.wal").exists()
+    monkeypatch.undo()
+    assert current_counts(warehouse) == current_counts_after_clean_sync(sandbox, warehouse.parent / "clean.duckdb")
+
+
+def current_counts_after_clean_sync(sandbox: SandboxServer, warehouse: Path) -> dict[str, dict[str, int]]:
+    sync(sandbox, warehouse)
+    return current_counts(warehouse)
+
+
+def test_the_fetch_gets_the_gil_back_quickly_while_it_runs(sandbox: SandboxServer, tmp_path: Path) -> None:
+    settings = resolve_settings(base_url=sandbox.base_url, token_store_path=None, **CREDENTIALS)
+    before = sys.getswitchinterval()
+    with stream_namespaces(settings, staging_dir=tmp_path / "staging") as stream:
+        assert sys.getswitchinterval() == min(before, FETCH_SWITCH_INTERVAL)
+        assert len(list(stream)) == len(sandbox.world.namespaces)
+    assert sys.getswitchinterval() == before
+
+
+def test_pyarrow_is_ready_before_the_fetch_converts_its_first_rows(tmp_path: Path) -> None:
+    # pyarrow's first conversion of Python rows imports pandas (~0.3 s holding the GIL):
+    # the stream does it in the caller's thread, not on the fetch's event loop
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from pipelines.company_connections import resolve_settings, stream_namespaces\n"
+        "assert 'pandas' not in sys.modules\n"
+        "settings = resolve_settings(base_url='http://127.0.0.1:9', email='a@b.c', password='x',"
+        " token_store_path=None, max_attempts=1)\n"
+        f"stream = stream_namespaces(settings, staging_dir=Path({str(tmp_path)!r}))\n"
+        "ready = 'pandas' in sys.modules\n"
+        "stream.close()\n"
+        "print(ready)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "True"
