@@ -14,7 +14,12 @@ Figures (issue 11):
   run it (CLI, models included) on the ``small`` and ``large`` profiles; flat means
   large/small <= 1.5;
 * **latency**: ``medium`` with 50 ms per response, concurrency 16: the whole
-  ``run_sync`` against the ideal ``requests x latency / concurrency``;
+  ``run_sync`` against the ideal ``requests x latency / concurrency``. The clock starts
+  after the process's start-up imports (dlt, pyarrow, the client), as for the first
+  latency figure of ``make bench``; they are timed on their own. Two bounds are taken in
+  the same repetition: a bare fetch of the same URLs (``benchmarks.ceiling``: stock
+  httpx, every URL known up front, bodies dropped) and our fetch alone (the stream with
+  nothing loaded);
 * **throughput**: ``large`` without latency: a bare concurrent fetch of the same
   requests (``benchmarks.ceiling``, uvloop) over the whole ``run_sync``.
 
@@ -43,7 +48,10 @@ from .harness import EMAIL, PASSWORD, ROOT, WORK_DIR, child_env, run_child, sand
 DRIVER = """
 import json, sys, time
 from pathlib import Path
+begun = time.perf_counter()
 from diligence.sync import run_sync
+import pipelines.company_connections  # dlt, pyarrow, the client: a process's start-up imports
+imported = time.perf_counter()
 
 class Responses:
     # when the first and the last response of the sync arrived (progress listener)
@@ -65,7 +73,22 @@ ended = time.perf_counter()
 assert not result.failed, [o.error for o in result.failed]
 print(json.dumps({"wall": ended - started, "requests": result.requests + 1, "rows": result.rows,
                   "first_response": responses.first - started,
-                  "tail": ended - responses.last}))
+                  "tail": ended - responses.last, "imports": imported - begun}))
+"""
+
+FETCH_DRIVER = """
+import json, sys, tempfile, time
+from pathlib import Path
+from pipelines.company_connections import resolve_settings, stream_namespaces
+settings = resolve_settings(base_url=sys.argv[2], email=sys.argv[3], password=sys.argv[4],
+                            token_store_path=None, max_concurrency=16)
+started = time.perf_counter()
+requests = 0
+with stream_namespaces(settings, staging_dir=Path(sys.argv[1]) / "staging") as stream:
+    for result in stream:
+        requests += result.requests
+ended = time.perf_counter()
+print(json.dumps({"wall": ended - started, "requests": requests + 1}))
 """
 
 
@@ -108,6 +131,13 @@ def driver_sync(tree: Path, base_url: str, folder: Path) -> dict[str, Any]:
     result = json.loads(text.strip().splitlines()[-1])
     result["peak_rss_mb"] = peak
     return result
+
+
+def fetch_only(tree: Path, base_url: str, folder: Path) -> dict[str, Any]:
+    """The sync's fetch and staging from `tree` with nothing loaded: login to the last
+    namespace staged (the figure a whole sync could reach with a free load)."""
+    text, _, _ = _run([sys.executable, "-c", FETCH_DRIVER, str(folder), base_url, EMAIL, PASSWORD], tree)
+    return json.loads(text.strip().splitlines()[-1])
 
 
 def tree_label(tree: Path) -> str:
@@ -160,6 +190,16 @@ def main(argv: list[str] | None = None) -> None:
         raw["load"]["latency_start"] = load_average()
         with sandbox("medium", latency_ms=50, log_dir=work) as box:
             for i in range(args.repeat):
+                # the bounds, on the same sandbox in the same repetition: a bare fetch of
+                # the same URLs (stock httpx, every URL known up front) and our fetch alone
+                bare = ceiling(box.base_url, work)
+                with tempfile.TemporaryDirectory(dir=work) as tmp:
+                    alone = fetch_only(args.after, box.base_url, Path(tmp))
+                ideal = alone["requests"] * 0.050 / 16
+                raw.setdefault("latency_bare", []).append(bare)
+                raw.setdefault("latency_fetch_only", []).append({**alone, "ideal": ideal})
+                print(f"latency bounds run {i + 1}: bare fetch {bare:.2f} s, our fetch alone "
+                      f"{alone['wall']:.2f} s, ideal {ideal:.2f} s", flush=True)
                 for label, tree in trees.items():
                     with tempfile.TemporaryDirectory(dir=work) as tmp:
                         res = driver_sync(tree, box.base_url, Path(tmp))
@@ -213,6 +253,16 @@ def summary(raw: dict[str, Any]) -> str:
         if len(parts) == 2:
             for key, name in (("first_response", "first response after"), ("tail", "tail after the last response")):
                 lines.append(f"| same: {name} | {parts['before'][key]:.2f} s | {parts['after'][key]:.2f} s | |")
+        if all("imports" in r for label in ("before", "after") for r in raw[f"latency_{label}"]):
+            imports = {label: med(r["imports"] for r in raw[f"latency_{label}"]) for label in ("before", "after")}
+            lines.append(f"| same: start-up imports, before the sync's clock | {imports['before']:.2f} s | "
+                         f"{imports['after']:.2f} s | |")
+        if raw.get("latency_fetch_only"):
+            bare = med(raw["latency_bare"])
+            alone = med(r["wall"] for r in raw["latency_fetch_only"])
+            lines.append(f"| bound: bare fetch of the same URLs (stock httpx) | | {bare:.2f} s = "
+                         f"{ideal / bare:.1%} | |")
+            lines.append(f"| bound: our fetch alone, nothing loaded | | {alone:.2f} s = {ideal / alone:.1%} | |")
     if "throughput_after" in raw:
         bare = med(raw["ceiling"])
         for label in ("before", "after"):
