@@ -201,7 +201,7 @@ def _loading(owner: Warehouse) -> contextlib.AbstractContextManager[Any]:
     """
     if owner.path is None:
         return contextlib.nullcontext()
-    return owner.session(memory_limit=LOAD_MEMORY_LIMIT, checkpoint_on_close=False)
+    return owner.session(memory_limit=LOAD_MEMORY_LIMIT, threads=None, checkpoint_on_close=False)
 
 
 def _load(owner: Warehouse, namespace: str, data: Any, prepared: set[str | None]) -> Any:

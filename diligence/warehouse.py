@@ -62,6 +62,9 @@ RAW_DATASET = "raw"
 #: it): keeps a large sync's peak memory bounded whatever the machine's RAM.
 LOAD_MEMORY_LIMIT = "128MB"
 MODELS_MEMORY_LIMIT = "160MB"
+#: DuckDB's threads under the models' limit: with two, the answer models' working sets
+#: outgrow 160 MB on the `large` profile (out of memory); one thread spills and fits.
+MODELS_THREADS = 1
 
 
 def pipelines_dir_of(warehouse: Path) -> Path:
@@ -379,6 +382,7 @@ class Warehouse:
         self,
         *,
         memory_limit: str | None = MODELS_MEMORY_LIMIT,
+        threads: int | None = MODELS_THREADS,
         read_only: bool = False,
         checkpoint_on_close: bool = True,
     ) -> Iterator[Any]:
@@ -387,7 +391,8 @@ class Warehouse:
 
         While a file's session is open, every other connection this process opens to the
         file (without a config of its own) shares its database instance, so its memory
-        limit bounds them all. With ``checkpoint_on_close=False`` a file is closed
+        limit bounds them all. `threads` caps DuckDB's threads under that limit (None:
+        one per core; ignored without a limit). With ``checkpoint_on_close=False`` a file is closed
         without writing its WAL into it: what was committed stays durable in
         ``<file>.wal`` and the next open applies it.
         """
@@ -403,6 +408,8 @@ class Warehouse:
                 memory_limit = None
             if memory_limit is not None:  # None: DuckDB's default (exports, reading)
                 con.execute(f"set memory_limit = '{memory_limit}'")
+                if threads is not None:
+                    con.execute(f"set threads = {int(threads)}")
             yield con
         finally:
             self._con = None

@@ -8,6 +8,7 @@ from diligence.checks import run_checks
 from diligence.export import export_reports
 from diligence.models import build_models
 from diligence.sandbox.server import SandboxServer
+from diligence.warehouse import MODELS_THREADS, Warehouse
 from tests.helpers import query, sync
 
 
@@ -93,3 +94,16 @@ def test_changed_answer_shows_up_in_answer_changes(sandbox: SandboxServer, wareh
         for n in sandbox.world.namespaces
     )
     assert query(warehouse, "select count(*) from analytics.answer_changes") == [(readers,)]
+
+
+def test_the_models_fit_their_memory_bound_by_spilling(sandbox: SandboxServer, warehouse: Path) -> None:
+    # The bound is scaled down to the small profile's size. With one DuckDB thread per
+    # core the answer models' working sets outgrew it (as 160 MB on the `large` profile
+    # did, out of memory); under the bound one thread spills instead.
+    sync(sandbox, warehouse)
+    owner = Warehouse(warehouse)
+    with owner.writing(), owner.session(memory_limit="56MB") as con:
+        assert con.execute("select current_setting('threads')").fetchone()[0] == MODELS_THREADS
+        result = build_models(con)
+        assert all(check.passed for check in run_checks(con))
+    assert result.row_counts["analytics.answer_history"] > 0
