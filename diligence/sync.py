@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DiligenceError, SyncError
-from .warehouse import DEFAULT_WAREHOUSE, LOAD_MEMORY_LIMIT, Warehouse
+from .warehouse import DEFAULT_WAREHOUSE, LOAD_MEMORY_LIMIT, SYNC_KEEP_WAL_BYTES, Warehouse
 
 log = logging.getLogger("diligence.sync")
 
@@ -195,13 +195,14 @@ def _loading(owner: Warehouse) -> contextlib.AbstractContextManager[Any]:
     through that connection (a lake's pipelines bring their own).
 
     Each load is durable at its commit (DuckDB's WAL). Writing the WAL into the file (a
-    checkpoint, ~0.2 s per namespace) is done while the fetch still runs; the last
-    namespace's is left to the next step that opens the file, instead of adding to the
-    sync's wall time after the last response.
+    checkpoint, ~0.2 s per namespace of the `medium` profile) is done while the fetch
+    still runs; the last namespace's is left to the next step that opens the file,
+    instead of adding to the sync's wall time after the last response, unless that WAL
+    is large (then the next step would hold it all in memory).
     """
     if owner.path is None:
         return contextlib.nullcontext()
-    return owner.session(memory_limit=LOAD_MEMORY_LIMIT, threads=None, checkpoint_on_close=False)
+    return owner.session(memory_limit=LOAD_MEMORY_LIMIT, threads=None, keep_wal_up_to=SYNC_KEEP_WAL_BYTES)
 
 
 def _load(owner: Warehouse, namespace: str, data: Any, prepared: set[str | None]) -> Any:

@@ -65,6 +65,9 @@ MODELS_MEMORY_LIMIT = "160MB"
 #: DuckDB's threads under the models' limit: with two, the answer models' working sets
 #: outgrow 160 MB on the `large` profile (out of memory); one thread spills and fits.
 MODELS_THREADS = 1
+#: A sync leaves a WAL up to this size for the next open rather than writing it into
+#: the file after its last load (DuckDB's own automatic checkpoint threshold).
+SYNC_KEEP_WAL_BYTES = 16 * 1024 * 1024
 
 
 def pipelines_dir_of(warehouse: Path) -> Path:
@@ -384,7 +387,7 @@ class Warehouse:
         memory_limit: str | None = MODELS_MEMORY_LIMIT,
         threads: int | None = MODELS_THREADS,
         read_only: bool = False,
-        checkpoint_on_close: bool = True,
+        keep_wal_up_to: int = 0,
     ) -> Iterator[Any]:
         """Open DuckDB once for a step (the file, or an in-memory DuckDB with the lake
         attached and selected), with the step's memory limit; nested sessions reuse it.
@@ -392,9 +395,11 @@ class Warehouse:
         While a file's session is open, every other connection this process opens to the
         file (without a config of its own) shares its database instance, so its memory
         limit bounds them all. `threads` caps DuckDB's threads under that limit (None:
-        one per core; ignored without a limit). With ``checkpoint_on_close=False`` a file is closed
-        without writing its WAL into it: what was committed stays durable in
-        ``<file>.wal`` and the next open applies it.
+        one per core; ignored without a limit). A file whose WAL is at most
+        `keep_wal_up_to` bytes when the session ends is closed without writing the WAL
+        into it: what was committed stays durable in ``<file>.wal`` and the next open
+        applies it (a larger WAL is written in, so the next step does not hold it in
+        memory).
         """
         if self._con is not None:
             yield self._con
@@ -413,9 +418,11 @@ class Warehouse:
             yield con
         finally:
             self._con = None
-            if not checkpoint_on_close and self.path is not None and not read_only:
+            if keep_wal_up_to and self.path is not None and not read_only:
+                wal = self.path.with_name(self.path.name + ".wal")
                 with contextlib.suppress(Exception):  # closing normally is the fallback
-                    con.execute("pragma disable_checkpoint_on_shutdown")
+                    if wal.stat().st_size <= keep_wal_up_to:
+                        con.execute("pragma disable_checkpoint_on_shutdown")
             con.close()
 
     def checkpoint(self) -> None:
