@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import DiligenceError
+from .warehouse import wal_of
 
 __all__ = [
     "BACKUP_SUFFIX",
@@ -181,7 +182,7 @@ def migrate_warehouse(
     with writer_lock(path, wait_seconds=wait_seconds):
         new = path.with_name(f".{path.name}.migrating")
         new.unlink(missing_ok=True)
-        new.with_name(new.name + ".wal").unlink(missing_ok=True)
+        wal_of(new).unlink(missing_ok=True)
         try:
             expected = _copy_with_duckdb2(path, new, python, timeout_seconds)
             actual = _row_counts(new)
@@ -194,13 +195,13 @@ def migrate_warehouse(
                     f"{', '.join(differ[:5])}: the warehouse is unchanged"
                 )
             os.link(path, backup)  # the original stays reachable before anything moves
-            wal = path.with_name(path.name + ".wal")
+            wal = wal_of(path)
             if wal.exists():
-                os.replace(wal, backup.with_name(backup.name + ".wal"))
+                os.replace(wal, wal_of(backup))
             os.replace(new, path)
         except BaseException:
             new.unlink(missing_ok=True)
-            new.with_name(new.name + ".wal").unlink(missing_ok=True)
+            wal_of(new).unlink(missing_ok=True)
             raise
     return MigrationResult(
         warehouse=path,

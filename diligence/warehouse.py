@@ -70,6 +70,11 @@ MODELS_THREADS = 1
 SYNC_KEEP_WAL_BYTES = 16 * 1024 * 1024
 
 
+def wal_of(database: Path) -> Path:
+    """DuckDB's write-ahead log of the database file `database` (``<file>.wal``)."""
+    return database.with_name(database.name + ".wal")
+
+
 def pipelines_dir_of(warehouse: Path) -> Path:
     """dlt's working folder of `warehouse`: ``<dir>/.dlt-pipelines/<stem>``."""
     warehouse = warehouse.expanduser().resolve()
@@ -158,7 +163,7 @@ def protect_outputs(warehouse: Path) -> None:
     warehouse = warehouse.expanduser().resolve()
     protect(
         warehouse,
-        warehouse.with_name(warehouse.name + ".wal"),
+        wal_of(warehouse),
         published_path(warehouse),
     )
     protect_tree(pipelines_dir_of(warehouse))
@@ -290,11 +295,6 @@ class Warehouse:
                 self._locked = outer
 
     @property
-    def session_connection(self) -> Any:
-        """The connection of the open :meth:`session` (None when none is open)."""
-        return self._con
-
-    @property
     def locked(self) -> bool:
         return self._locked
 
@@ -419,9 +419,8 @@ class Warehouse:
         finally:
             self._con = None
             if keep_wal_up_to and self.path is not None and not read_only:
-                wal = self.path.with_name(self.path.name + ".wal")
                 with contextlib.suppress(Exception):  # closing normally is the fallback
-                    if wal.stat().st_size <= keep_wal_up_to:
+                    if wal_of(self.path).stat().st_size <= keep_wal_up_to:
                         con.execute("pragma disable_checkpoint_on_shutdown")
             con.close()
 
