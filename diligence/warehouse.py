@@ -93,6 +93,8 @@ def pipeline_for(warehouse: Path, connection: Any = None) -> SupportsPipeline:
     import dlt
     from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
+    from .destination import DuckDbDestination
+
     warehouse = warehouse.expanduser().resolve()
     make_dirs(warehouse.parent)
     pipelines_dir = pipelines_dir_of(warehouse)
@@ -106,7 +108,7 @@ def pipeline_for(warehouse: Path, connection: Any = None) -> SupportsPipeline:
     dlt.config["restore_from_destination"] = False
     return dlt.pipeline(
         pipeline_name=PIPELINE_NAME,
-        destination=dlt.destinations.duckdb(
+        destination=DuckDbDestination(
             DuckDbCredentials(connection)
             if connection is not None
             else DuckDbCredentials(str(warehouse), global_config={"memory_limit": LOAD_MEMORY_LIMIT})

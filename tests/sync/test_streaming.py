@@ -389,3 +389,38 @@ def test_pyarrow_is_ready_before_the_fetch_converts_its_first_rows(tmp_path: Pat
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "True"
+
+
+def test_the_destination_resolves_its_configuration_once_per_sync(
+    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # dlt asks for the destination's capabilities about a dozen times per run, and each
+    # ask resolved the destination's whole configuration again (Python holding the GIL
+    # the fetch thread needs); the sync's destination resolves it once per naming
+    from dlt.destinations import duckdb as dlt_duckdb
+
+    from diligence.destination import DUCKDB_TYPE, DuckDbDestination
+
+    resolved: list[bool] = []
+    real_configuration = dlt_duckdb.configuration
+
+    def counting_configuration(self: Any, initial_config: Any, accept_partial: bool = False) -> Any:
+        resolved.append(accept_partial)
+        return real_configuration(self, initial_config, accept_partial)
+
+    monkeypatch.setattr(dlt_duckdb, "configuration", counting_configuration)
+    result = sync(sandbox, warehouse)
+
+    assert not result.failed and len(result.namespaces) == len(sandbox.world.namespaces) >= 2
+    # for the capabilities (accept_partial): once per naming convention for the whole
+    # sync; the full resolution dlt does once per load to make its client stays
+    assert resolved.count(True) <= 2, resolved
+    assert resolved.count(False) >= len(result.namespaces)
+    # dlt records the same destination type as for its own factory
+    destination = DuckDbDestination(str(warehouse))
+    assert destination.destination_type == DUCKDB_TYPE == "dlt.destinations.duckdb"
+    # each caller gets its own copy (dlt sets the file formats on what it gets)
+    first = destination.capabilities()
+    preferred = first.preferred_loader_file_format
+    first.preferred_loader_file_format = "jsonl"
+    assert destination.capabilities().preferred_loader_file_format == preferred != "jsonl"
