@@ -59,9 +59,14 @@ DEFAULT_WAREHOUSE = Path("data/warehouse.duckdb")
 PIPELINE_NAME = "company_connections"
 RAW_DATASET = "raw"
 #: DuckDB's buffer limit while dlt loads or the models build (it spills to disk beyond
-#: it): keeps a large sync's peak memory bounded whatever the machine's RAM.
-LOAD_MEMORY_LIMIT = "128MB"
+#: it): keeps a large sync's peak memory bounded whatever the machine's RAM. A
+#: namespace's merges fit in 64 MB; the sync's DuckDB lives for all its loads, so a
+#: larger cache would only add to the peak (on `large`: about 50 MB more at 128 MB).
+LOAD_MEMORY_LIMIT = "64MB"
 MODELS_MEMORY_LIMIT = "160MB"
+#: Under a memory limit, DuckDB's allocator gives memory back to the system after a
+#: task that used more than this (DuckDB's default: 128 MiB, i.e. hardly ever here).
+ALLOCATOR_FLUSH_THRESHOLD = "16MB"
 #: DuckDB's threads under the models' limit: with two, the answer models' working sets
 #: outgrow 160 MB on the `large` profile (out of memory); one thread spills and fits.
 MODELS_THREADS = 1
@@ -397,7 +402,8 @@ class Warehouse:
         While a file's session is open, every other connection this process opens to the
         file (without a config of its own) shares its database instance, so its memory
         limit bounds them all. `threads` caps DuckDB's threads under that limit (None:
-        one per core; ignored without a limit). A file whose WAL is at most
+        one per core; ignored without a limit); under a limit, DuckDB's allocator also
+        returns memory after each large task. A file whose WAL is at most
         `keep_wal_up_to` bytes when the session ends is closed without writing the WAL
         into it: what was committed stays durable in ``<file>.wal`` and the next open
         applies it (a larger WAL is written in, so the next step does not hold it in
@@ -415,6 +421,7 @@ class Warehouse:
                 memory_limit = None
             if memory_limit is not None:  # None: DuckDB's default (exports, reading)
                 con.execute(f"set memory_limit = '{memory_limit}'")
+                con.execute(f"set allocator_flush_threshold = '{ALLOCATOR_FLUSH_THRESHOLD}'")
                 if threads is not None:
                     con.execute(f"set threads = {int(threads)}")
             yield con

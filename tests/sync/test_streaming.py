@@ -424,3 +424,24 @@ def test_the_destination_resolves_its_configuration_once_per_sync(
     preferred = first.preferred_loader_file_format
     first.preferred_loader_file_format = "jsonl"
     assert destination.capabilities().preferred_loader_file_format == preferred != "jsonl"
+
+
+def test_the_loads_run_under_a_small_bound_that_duckdb_gives_back(warehouse: Path) -> None:
+    # the sync's one DuckDB lives for all its loads: its cache is bounded small, and its
+    # allocator returns memory after each large task instead of keeping it (DuckDB's
+    # default threshold is 128 MiB); a session without a bound keeps DuckDB's defaults
+    from diligence.sync import LOAD_MEMORY_LIMIT
+
+    owner = Warehouse(warehouse)
+
+    def settings(con: Any) -> tuple[str, str]:
+        return con.execute(
+            "select current_setting('memory_limit'), current_setting('allocator_flush_threshold')"
+        ).fetchone()
+
+    with owner.writing():
+        with owner.session(memory_limit=LOAD_MEMORY_LIMIT, threads=None) as con:
+            assert settings(con) == ("61.0 MiB", "15.2 MiB")
+        with owner.session(memory_limit=None) as con:
+            limit, threshold = settings(con)
+    assert threshold == "128.0 MiB" and limit != "61.0 MiB"
