@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,19 @@ def _env() -> dict[str, str]:
         COLUMNS="200",
     )
     return env
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_reaches_children() -> Iterator[None]:
+    """The children take Ctrl-C as a terminal gives it, also when this test run was
+    started in the background: a shell starts background jobs with SIGINT ignored, and
+    an ignored signal stays ignored across exec (Python then installs no handler for
+    it). A handled signal is reset to the default at exec, so handle it here."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _locks(folder: Path) -> list[Path]:
