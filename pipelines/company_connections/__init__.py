@@ -187,7 +187,11 @@ class NamespaceStream:
         # pyarrow's first conversion from Python objects imports pandas (~0.3 s of held
         # GIL): done here, in the caller's thread while login and user-info are on the
         # wire, rather than on the fetch thread's event loop with every slot in flight.
-        warm_up_conversions()
+        try:
+            warm_up_conversions()
+        except BaseException:  # e.g. Ctrl-C: no caller will close a stream it never got
+            self.close()
+            raise
 
     def __iter__(self) -> Iterator[NamespaceResult]:
         while True:

@@ -445,3 +445,24 @@ def test_the_loads_run_under_a_small_bound_that_duckdb_gives_back(warehouse: Pat
         with owner.session(memory_limit=None) as con:
             limit, threshold = settings(con)
     assert threshold == "128.0 MiB" and limit != "61.0 MiB"
+
+
+def test_a_stream_interrupted_while_it_starts_stops_its_fetch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C during the stream's own start-up: the caller never gets the stream to
+    # close, so the stream stops its fetch thread and restores the switch interval itself
+    import pipelines.company_connections as source
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(source, "warm_up_conversions", interrupted)
+    settings = resolve_settings(
+        base_url="http://127.0.0.1:9", email="a@b.c", password="x", token_store_path=None, max_attempts=1
+    )
+    before = sys.getswitchinterval()
+    with pytest.raises(KeyboardInterrupt):
+        stream_namespaces(settings, staging_dir=tmp_path / "staging")
+    assert sys.getswitchinterval() == before
+    assert not [t for t in threading.enumerate() if t.name == "company-connections-fetch" and t.is_alive()]
