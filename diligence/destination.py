@@ -38,7 +38,8 @@ def _naming_key(naming: NamingConvention | None) -> tuple[Any, ...] | None:
 class DuckDbDestination(duckdb):
     """``dlt.destinations.duckdb`` that resolves its capabilities once per naming."""
 
-    #: capabilities resolved so far, per naming convention (filled on first use)
+    #: capabilities resolved so far, per naming convention; made on first use, since an
+    #: ``__init__`` of our own would change the signature dlt reads explicit settings from
     _capabilities: dict[tuple[Any, ...] | None, DestinationCapabilitiesContext]
 
     @property
