@@ -7,14 +7,20 @@ the same things behind.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
+
+import duckdb
 
 from .checks import CheckResult, run_checks
-from .models import ModelsResult, build_models
+from .models import ModelError, ModelsResult, build_models
 from .publish import publish_analytics
-from .warehouse import Warehouse
+from .warehouse import MODELS_MEMORY_FALLBACKS, Warehouse
+
+log = logging.getLogger("diligence.analytics")
 
 
 @dataclass
@@ -46,10 +52,33 @@ def rebuild_analytics(
         # DuckDB opened (or the lake attached) once for the build, the checks and the
         # copy, its memory bounded
         with owner.session() as con:
-            models = build_models(con, expiring_within_days=expiring_within_days, as_of=as_of)
+            models = _build_within_memory(owner, con, expiring_within_days=expiring_within_days, as_of=as_of)
             checks = run_checks(con)
             published = None
             # a lake is read in place by analysts (read-only ATTACH): no copy
             if owner.path is not None and all(c.passed for c in checks):
                 published = publish_analytics(owner.path, con)
     return AnalyticsResult(models=models, checks=checks, published=published)
+
+
+def _build_within_memory(owner: Warehouse, con: Any, **options: Any) -> ModelsResult:
+    """Build the models under the session's memory limit, and again under each larger
+    limit of ``MODELS_MEMORY_FALLBACKS`` while DuckDB runs out of it (each failed
+    build was rolled back whole). Any other failure is raised at once."""
+    larger = iter(MODELS_MEMORY_FALLBACKS)
+    while True:
+        try:
+            return build_models(con, **options)
+        except ModelError as exc:
+            limit = owner.memory_limit
+            if limit is None or not isinstance(exc.__cause__, duckdb.OutOfMemoryException):
+                raise
+            following = next(larger, limit)
+            if following == limit:
+                raise
+            log.warning(
+                "the models need more than %s of memory at this size; building them again with %s",
+                limit,
+                following or "DuckDB's default (80 % of this machine's memory)",
+            )
+            owner.raise_memory_limit(following)

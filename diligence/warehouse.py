@@ -64,6 +64,16 @@ RAW_DATASET = "raw"
 #: larger cache would only add to the peak (on `large`: about 50 MB more at 128 MB).
 LOAD_MEMORY_LIMIT = "64MB"
 MODELS_MEMORY_LIMIT = "160MB"
+#: Not every DuckDB operator spills and the model build is one transaction, so a large
+#: account's build can outgrow MODELS_MEMORY_LIMIT (40,000 connections need about
+#: 600 MB): it is then built again under each of these in turn (None: DuckDB's default,
+#: 80 % of the machine's memory).
+MODELS_MEMORY_FALLBACKS: tuple[str | None, ...] = ("640MB", None)
+#: A namespace with more rows than this loads its tables one at a time: under
+#: LOAD_MEMORY_LIMIT, dlt's parallel load jobs of a 20,000-connection namespace run
+#: DuckDB out of memory, while one job at a time fits (smaller ones keep dlt's
+#: parallel jobs, which are faster).
+LOAD_SEQUENTIAL_ROWS = 20_000
 #: Under a memory limit, DuckDB's allocator gives memory back to the system after a
 #: task that used more than this (DuckDB's default: 128 MiB, i.e. hardly ever here).
 ALLOCATOR_FLUSH_THRESHOLD = "16MB"
@@ -257,6 +267,7 @@ class Warehouse:
         self._locked = False
         self._checked = False
         self._con: Any = None
+        self._memory_limit: str | None = None
 
     def __repr__(self) -> str:
         return f"Warehouse({self.display()!r})"
@@ -414,6 +425,7 @@ class Warehouse:
             return
         con = self.connect(read_only=read_only)
         self._con = con
+        self._memory_limit = None
         try:
             if self.path is None:
                 # A lake's DuckDB lives in memory: the model build's transaction holds its
@@ -421,17 +433,34 @@ class Warehouse:
                 memory_limit = None
             if memory_limit is not None:  # None: DuckDB's default (exports, reading)
                 con.execute(f"set memory_limit = '{memory_limit}'")
+                self._memory_limit = memory_limit
                 con.execute(f"set allocator_flush_threshold = '{ALLOCATOR_FLUSH_THRESHOLD}'")
                 if threads is not None:
                     con.execute(f"set threads = {int(threads)}")
             yield con
         finally:
             self._con = None
+            self._memory_limit = None
             if keep_wal_up_to and self.path is not None and not read_only:
                 with contextlib.suppress(Exception):  # closing normally is the fallback
                     if wal_of(self.path).stat().st_size <= keep_wal_up_to:
                         con.execute("pragma disable_checkpoint_on_shutdown")
             con.close()
+
+    @property
+    def memory_limit(self) -> str | None:
+        """The open session's DuckDB memory limit (None: no session, or DuckDB's default)."""
+        return self._memory_limit
+
+    def raise_memory_limit(self, limit: str | None) -> None:
+        """Give the open session's DuckDB `limit` (None: DuckDB's default) instead."""
+        if self._con is None:
+            raise RuntimeError("no open session")
+        # DuckDB's RESET shows the default again but leaves its buffer pool at the old
+        # limit: the default (80 % of physical memory) is set explicitly instead
+        value = limit or f"{int(os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') * 0.8) // 2**20}MB"
+        self._con.execute(f"set memory_limit = '{value}'")
+        self._memory_limit = limit
 
     def checkpoint(self) -> None:
         """Write the open file session's WAL into the file (nothing for a lake, or
