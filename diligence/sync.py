@@ -28,14 +28,20 @@ import contextlib
 import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from .errors import DiligenceError, SyncError
-from .warehouse import DEFAULT_WAREHOUSE, LOAD_MEMORY_LIMIT, SYNC_KEEP_WAL_BYTES, Warehouse
+from .warehouse import (
+    DEFAULT_WAREHOUSE,
+    LOAD_MEMORY_LIMIT,
+    LOAD_SEQUENTIAL_ROWS,
+    SYNC_KEEP_WAL_BYTES,
+    Warehouse,
+)
 
 log = logging.getLogger("diligence.sync")
 
@@ -205,15 +211,35 @@ def _loading(owner: Warehouse) -> contextlib.AbstractContextManager[Any]:
     return owner.session(memory_limit=LOAD_MEMORY_LIMIT, threads=None, keep_wal_up_to=SYNC_KEEP_WAL_BYTES)
 
 
-def _load(owner: Warehouse, namespace: str, data: Any, prepared: set[str | None]) -> Any:
-    """One namespace's dlt run: into the file's pipeline, or into the lake through the
-    namespace's own pipeline, retrying transient commit conflicts with other writers."""
-    pipeline = _prepare(owner, namespace, prepared)
-    if owner.path is not None:
-        return pipeline.run(data, loader_file_format="parquet")
-    from .lake import load_retrying
+@contextlib.contextmanager
+def _load_jobs_one_at_a_time(enabled: bool) -> Iterator[None]:
+    """dlt's load jobs run one after another instead of side by side (``load.workers``
+    is 1 for the duration), so that their DuckDB memory is not needed all at once."""
+    if not enabled:
+        yield
+        return
+    import dlt
+    from dlt.load.configuration import LoaderConfiguration
 
-    return load_retrying(pipeline, data, loader_file_format="parquet")
+    previous = dlt.config.get("load.workers")
+    dlt.config["load.workers"] = 1
+    try:
+        yield
+    finally:
+        dlt.config["load.workers"] = previous if previous is not None else LoaderConfiguration.workers
+
+
+def _load(owner: Warehouse, namespace: str, data: Any, prepared: set[str | None], rows: int = 0) -> Any:
+    """One namespace's dlt run: into the file's pipeline, or into the lake through the
+    namespace's own pipeline, retrying transient commit conflicts with other writers.
+    A namespace of more than ``LOAD_SEQUENTIAL_ROWS`` rows loads its tables one at a time."""
+    pipeline = _prepare(owner, namespace, prepared)
+    with _load_jobs_one_at_a_time(rows > LOAD_SEQUENTIAL_ROWS):
+        if owner.path is not None:
+            return pipeline.run(data, loader_file_format="parquet")
+        from .lake import load_retrying
+
+        return load_retrying(pipeline, data, loader_file_format="parquet")
 
 
 def run_sync(
@@ -293,7 +319,11 @@ def run_sync(
                     try:
                         load_info.append(
                             _load(
-                                owner, ns, company_connections(result, sync_id, synced_at, resources), prepared
+                                owner,
+                                ns,
+                                company_connections(result, sync_id, synced_at, resources),
+                                prepared,
+                                rows=sum(t.rows for t in getattr(result, "tables", {}).values()),
                             )
                         )
                     except Exception as exc:  # noqa: BLE001

@@ -9,10 +9,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -466,3 +468,36 @@ def test_a_stream_interrupted_while_it_starts_stops_its_fetch(
         stream_namespaces(settings, staging_dir=tmp_path / "staging")
     assert sys.getswitchinterval() == before
     assert not [t for t in threading.enumerate() if t.name == "company-connections-fetch" and t.is_alive()]
+
+
+def test_a_large_namespace_loads_its_tables_one_at_a_time(
+    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # dlt's parallel load jobs of a 20,000-connection namespace need more DuckDB memory
+    # at once than the sync's bound; above LOAD_SEQUENTIAL_ROWS they run one at a time
+    import dlt
+    from dlt.common.configuration import resolve_configuration
+    from dlt.load.configuration import LoaderConfiguration
+
+    import diligence.sync as sync_module
+
+    seen: list[tuple[bool, int]] = []
+    one_at_a_time = sync_module._load_jobs_one_at_a_time
+
+    @contextlib.contextmanager
+    def recording(enabled: bool) -> Iterator[None]:
+        with one_at_a_time(enabled):
+            workers = resolve_configuration(LoaderConfiguration(), sections=("load",), accept_partial=True).workers
+            seen.append((enabled, workers))
+            yield
+
+    monkeypatch.setattr(sync_module, "_load_jobs_one_at_a_time", recording)
+    assert not sync(sandbox, warehouse).failed
+    assert seen and all(not enabled and workers == LoaderConfiguration.workers for enabled, workers in seen)
+    seen.clear()
+    monkeypatch.setattr(sync_module, "LOAD_SEQUENTIAL_ROWS", 0)
+    result = sync(sandbox, warehouse)
+    assert not result.failed and result.rows > 0
+    assert seen and all(enabled and workers == 1 for enabled, workers in seen)
+    # dlt's setting is given back after each load
+    assert dlt.config.get("load.workers") in (None, LoaderConfiguration.workers)
