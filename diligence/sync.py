@@ -38,7 +38,6 @@ from .errors import DiligenceError, SyncError
 from .warehouse import (
     DEFAULT_WAREHOUSE,
     LOAD_MEMORY_LIMIT,
-    LOAD_SEQUENTIAL_ROWS,
     SYNC_KEEP_WAL_BYTES,
     Warehouse,
 )
@@ -229,12 +228,17 @@ def _load_jobs_one_at_a_time(enabled: bool) -> Iterator[None]:
         dlt.config["load.workers"] = previous if previous is not None else LoaderConfiguration.workers
 
 
-def _load(owner: Warehouse, namespace: str, data: Any, prepared: set[str | None], rows: int = 0) -> Any:
+def _load(owner: Warehouse, namespace: str, data: Any, prepared: set[str | None]) -> Any:
     """One namespace's dlt run: into the file's pipeline, or into the lake through the
     namespace's own pipeline, retrying transient commit conflicts with other writers.
-    A namespace of more than ``LOAD_SEQUENTIAL_ROWS`` rows loads its tables one at a time."""
+
+    Into a file, dlt's load jobs run one at a time: side by side, their DuckDB memory
+    is needed at once, and under LOAD_MEMORY_LIMIT the jobs of a `large` namespace
+    (15,000 rows) already ran out of it. dlt retries such a job, and a merge retried
+    after it had partly run duplicated rows. One job at a time fits at 150,000 rows.
+    """
     pipeline = _prepare(owner, namespace, prepared)
-    with _load_jobs_one_at_a_time(rows > LOAD_SEQUENTIAL_ROWS):
+    with _load_jobs_one_at_a_time(owner.path is not None):
         if owner.path is not None:
             return pipeline.run(data, loader_file_format="parquet")
         from .lake import load_retrying
@@ -319,11 +323,7 @@ def run_sync(
                     try:
                         load_info.append(
                             _load(
-                                owner,
-                                ns,
-                                company_connections(result, sync_id, synced_at, resources),
-                                prepared,
-                                rows=sum(t.rows for t in getattr(result, "tables", {}).values()),
+                                owner, ns, company_connections(result, sync_id, synced_at, resources), prepared
                             )
                         )
                     except Exception as exc:  # noqa: BLE001

@@ -69,11 +69,6 @@ MODELS_MEMORY_LIMIT = "160MB"
 #: 600 MB): it is then built again under each of these in turn (None: DuckDB's default,
 #: 80 % of the machine's memory).
 MODELS_MEMORY_FALLBACKS: tuple[str | None, ...] = ("640MB", None)
-#: A namespace with more rows than this loads its tables one at a time: under
-#: LOAD_MEMORY_LIMIT, dlt's parallel load jobs of a 20,000-connection namespace run
-#: DuckDB out of memory, while one job at a time fits (smaller ones keep dlt's
-#: parallel jobs, which are faster).
-LOAD_SEQUENTIAL_ROWS = 20_000
 #: Under a memory limit, DuckDB's allocator gives memory back to the system after a
 #: task that used more than this (DuckDB's default: 128 MiB, i.e. hardly ever here).
 ALLOCATOR_FLUSH_THRESHOLD = "16MB"
