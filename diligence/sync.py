@@ -35,12 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DiligenceError, SyncError
-from .warehouse import (
-    DEFAULT_WAREHOUSE,
-    LOAD_MEMORY_LIMIT,
-    SYNC_KEEP_WAL_BYTES,
-    Warehouse,
-)
+from .warehouse import DEFAULT_WAREHOUSE, LOAD_MEMORY_LIMIT, SYNC_KEEP_WAL_BYTES, Warehouse
 
 log = logging.getLogger("diligence.sync")
 
@@ -211,12 +206,9 @@ def _loading(owner: Warehouse) -> contextlib.AbstractContextManager[Any]:
 
 
 @contextlib.contextmanager
-def _load_jobs_one_at_a_time(enabled: bool) -> Iterator[None]:
+def _load_jobs_one_at_a_time() -> Iterator[None]:
     """dlt's load jobs run one after another instead of side by side (``load.workers``
     is 1 for the duration), so that their DuckDB memory is not needed all at once."""
-    if not enabled:
-        yield
-        return
     import dlt
     from dlt.load.configuration import LoaderConfiguration
 
@@ -238,12 +230,12 @@ def _load(owner: Warehouse, namespace: str, data: Any, prepared: set[str | None]
     after it had partly run duplicated rows. One job at a time fits at 150,000 rows.
     """
     pipeline = _prepare(owner, namespace, prepared)
-    with _load_jobs_one_at_a_time(owner.path is not None):
-        if owner.path is not None:
+    if owner.path is not None:
+        with _load_jobs_one_at_a_time():
             return pipeline.run(data, loader_file_format="parquet")
-        from .lake import load_retrying
+    from .lake import load_retrying
 
-        return load_retrying(pipeline, data, loader_file_format="parquet")
+    return load_retrying(pipeline, data, loader_file_format="parquet")
 
 
 def run_sync(

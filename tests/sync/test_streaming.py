@@ -9,12 +9,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -477,28 +475,19 @@ def test_the_loads_into_a_file_run_their_jobs_one_at_a_time(
     # those of a `large` namespace ran out of it (and a merge retried after it had partly
     # run duplicated rows), so into a file they run one at a time
     import dlt
-    from dlt.common.configuration import resolve_configuration
+    from dlt.load import Load
     from dlt.load.configuration import LoaderConfiguration
 
-    import diligence.sync as sync_module
+    workers: list[int] = []
+    init = Load.__init__
 
-    seen: list[tuple[bool, int]] = []
-    one_at_a_time = sync_module._load_jobs_one_at_a_time
+    def recording(self: Load, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        workers.append(self.config.workers)  # what dlt's load step really runs with
 
-    @contextlib.contextmanager
-    def recording(enabled: bool) -> Iterator[None]:
-        with one_at_a_time(enabled):
-            workers = resolve_configuration(LoaderConfiguration(), sections=("load",), accept_partial=True).workers
-            seen.append((enabled, workers))
-            yield
-
-    monkeypatch.setattr(sync_module, "_load_jobs_one_at_a_time", recording)
+    monkeypatch.setattr(Load, "__init__", recording)
     result = sync(sandbox, warehouse)
     assert not result.failed and result.rows > 0
-    assert len(seen) == len(result.namespaces) and all(enabled and workers == 1 for enabled, workers in seen)
+    assert workers == [1] * len(result.namespaces)
     # dlt's setting is given back after each load
     assert dlt.config.get("load.workers") in (None, LoaderConfiguration.workers)
-    with one_at_a_time(False):
-        assert resolve_configuration(LoaderConfiguration(), sections=("load",), accept_partial=True).workers == (
-            LoaderConfiguration.workers
-        )
