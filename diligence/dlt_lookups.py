@@ -12,8 +12,8 @@ same answer every time:
 * **Secret hints.** For every key looked up in a provider, dlt works out from the
   field's type hint whether the field is a secret (``is_secret_hint``), and with a
   ``.dlt/config.toml`` present it does so for every section path tried. That typing
-  introspection is most of the lookup: resolving a writer's settings takes 9.0 ms with
-  the project's ``config.toml`` and 3.4 ms without one.
+  introspection is most of the lookup: resolving a writer's two settings objects takes
+  9.0 ms with the project's ``config.toml`` and 3.4 ms without one.
 
 Within :func:`dlt_lookups_made_once` (the loads of one sync), the first resolution of
 a writer's settings in a given section context, with given explicit values and the same
@@ -21,8 +21,8 @@ destination capabilities, is kept and every later one gets a copy; a type hint's
 answer (a pure function of the hint) is kept too. Every other configuration dlt
 resolves is untouched, and once the last sync in the process ends dlt is as it was, so
 the next sync reads changed settings again. A `medium` namespace's dlt run goes from
-0.70 s to 0.50 s (medians of 25 runs, alternating), which is what the last namespace's
-commit adds after the sync's last response.
+0.71-0.73 s to 0.52-0.56 s (medians of 25 runs each, three alternations), and the last
+namespace's dlt run is what a sync adds after its last response.
 
 This replaces two module attributes of dlt for the duration (``resolve_configuration``
 as dlt's injection calls it, ``is_secret_hint`` as its resolver and env provider call
