@@ -77,6 +77,8 @@ def _install() -> None:
         from dlt.common.configuration import inject, resolve
         from dlt.common.configuration.providers import environ
         from dlt.common.configuration.specs.base_configuration import is_secret_hint
+
+        specs = _writer_specs()
     except ImportError:  # a dlt that is laid out differently: leave it alone
         log.debug("dlt's configuration modules not found; lookups are not kept")
         return
@@ -84,7 +86,7 @@ def _install() -> None:
         log.debug("dlt's resolver has changed; lookups are not kept")
         return
     secret = _kept_secret_hint(is_secret_hint)
-    targets = [(inject, "resolve_configuration", _kept_writer_settings(inject.resolve_configuration))]
+    targets = [(inject, "resolve_configuration", _kept_writer_settings(inject.resolve_configuration, specs))]
     targets += [(m, "is_secret_hint", secret) for m in (resolve, environ) if hasattr(m, "is_secret_hint")]
     for module, name, replacement in targets:
         _replaced.append((module, name, getattr(module, name)))
@@ -117,8 +119,8 @@ def _writer_specs() -> tuple[type, ...]:
     return (BufferedDataWriter.BufferedDataWriterConfiguration, ParquetFormatConfiguration)
 
 
-def _kept_writer_settings(original: Callable[..., Any]) -> Callable[..., Any]:
-    plans = {spec: _Plan(spec) for spec in _writer_specs()}
+def _kept_writer_settings(original: Callable[..., Any], specs: tuple[type, ...]) -> Callable[..., Any]:
+    plans = {spec: _Plan(spec) for spec in specs}
 
     def resolve_configuration(config: Any, *, sections: tuple[str, ...] = (), explicit_value: Any = None,
                               accept_partial: bool = False) -> Any:
