@@ -24,9 +24,21 @@ the next sync reads changed settings again. A `medium` namespace's dlt run goes 
 0.71-0.73 s to 0.52-0.56 s (medians of 25 runs each, three alternations), and the last
 namespace's dlt run is what a sync adds after its last response.
 
-This replaces two module attributes of dlt for the duration (``resolve_configuration``
-as dlt's injection calls it, ``is_secret_hint`` as its resolver and env provider call
-it); if a dlt version no longer has them, nothing is replaced and dlt runs as it is.
+Two more pure functions are answered once per argument while a sync loads:
+
+* **Type hints of dlt's schema dicts.** dlt validates its schema's and normalizers'
+  dicts against their ``TypedDict`` specs, and works out each spec's type hints again
+  every time (``get_type_hints``, 184 calls per `medium` namespace; dlt's own code marks
+  it as slow). A class's hints do not change while the process runs.
+* **Column hints as YAML.** After extracting, dlt writes each resource's column hints
+  as YAML into the run's metrics (eight ``yaml.dump`` calls, about 2 ms each); the same
+  hints give the same text, so the text of plain data (dicts, lists, strings, numbers)
+  is kept by its ``repr``.
+
+This replaces module attributes of dlt for the duration (``resolve_configuration`` as
+dlt's injection calls it, ``is_secret_hint`` as its resolver and env provider call it,
+``get_type_hints`` as its dict validation calls it, ``yaml`` as its extract step calls
+it); those a dlt version no longer has are left alone, and dlt runs as it is.
 """
 
 from __future__ import annotations
@@ -88,6 +100,7 @@ def _install() -> None:
     secret = _kept_secret_hint(is_secret_hint)
     targets = [(inject, "resolve_configuration", _kept_writer_settings(inject.resolve_configuration, specs))]
     targets += [(m, "is_secret_hint", secret) for m in (resolve, environ) if hasattr(m, "is_secret_hint")]
+    targets += _kept_pure_functions()
     for module, name, replacement in targets:
         _replaced.append((module, name, getattr(module, name)))
         setattr(module, name, replacement)
@@ -98,6 +111,82 @@ def _restore() -> None:
         module, name, original = _replaced.pop()
         setattr(module, name, original)
     _writer_settings.clear()
+
+
+def _kept_pure_functions() -> list[tuple[ModuleType, str, Any]]:
+    """dlt's dict validation's ``get_type_hints`` and its extract step's ``yaml``, each
+    answering once per argument (left out when dlt no longer uses them there)."""
+    targets: list[tuple[ModuleType, str, Any]] = []
+    try:
+        from dlt.common import validation
+    except ImportError:
+        validation = None  # type: ignore[assignment]
+    if validation is not None and callable(getattr(validation, "get_type_hints", None)):
+        targets.append((validation, "get_type_hints", _kept_type_hints(validation.get_type_hints)))
+    try:
+        from dlt.extract import extract
+    except ImportError:
+        extract = None  # type: ignore[assignment]
+    if extract is not None and callable(getattr(getattr(extract, "yaml", None), "dump", None)):
+        targets.append((extract, "yaml", _KeptYaml(extract.yaml)))
+    return targets
+
+
+def _kept_type_hints(original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """`original` (``typing.get_type_hints``) answering once per class: a class's
+    hints, resolved in its module's namespace, do not change while it loads."""
+    kept: dict[Hashable, dict[str, Any]] = {}
+
+    def get_type_hints(obj: Any, globalns: Any = None, localns: Any = None, include_extras: bool = False) -> dict[str, Any]:
+        if not isinstance(obj, type) or localns is not None:
+            return original(obj, globalns=globalns, localns=localns, include_extras=include_extras)
+        key = (obj, id(globalns), include_extras)
+        hints = kept.get(key)
+        if hints is None:
+            hints = kept[key] = original(obj, globalns=globalns, include_extras=include_extras)
+        return dict(hints)  # the caller may change what it gets
+
+    return get_type_hints
+
+
+def _is_plain(value: Any, depth: int = 0) -> bool:
+    """True for data whose ``repr`` tells it apart from any other: dicts, lists,
+    strings, numbers, booleans and None, nested."""
+    kind = type(value)
+    if kind in (str, int, float, bool) or value is None:
+        return True
+    if depth > 16:
+        return False
+    if kind is dict:
+        return all(type(k) is str and _is_plain(v, depth + 1) for k, v in value.items())
+    if kind is list:
+        return all(_is_plain(v, depth + 1) for v in value)
+    return False
+
+
+class _KeptYaml:
+    """The ``yaml`` module as dlt's extract step sees it, with ``dump`` of plain data
+    answered once per value and options (the text of equal plain data is equal)."""
+
+    _LIMIT = 512
+
+    def __init__(self, module: Any) -> None:
+        self._module = module
+        self._kept: dict[tuple[str, str], Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._module, name)
+
+    def dump(self, data: Any, stream: Any = None, **options: Any) -> Any:
+        if stream is not None or not _is_plain(data):
+            return self._module.dump(data, stream, **options)
+        key = (repr(data), repr(sorted(options.items())))
+        text = self._kept.get(key)
+        if text is None:
+            text = self._module.dump(data, **options)
+            if len(self._kept) < self._LIMIT:
+                self._kept[key] = text
+        return text
 
 
 def _kept_secret_hint(original: Callable[[Any], bool]) -> Callable[[Any], bool]:

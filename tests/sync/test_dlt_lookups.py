@@ -5,18 +5,25 @@
 * every copy handed out carries the destination capabilities in context now;
 * a secret in a provider that cannot hold secrets is still refused;
 * outside a sync dlt is as it was, also after nested and failed syncs;
-* a whole sync resolves each writer's settings once per section, not per file.
+* a whole sync resolves each writer's settings once per section, not per file;
+* the type hints dlt validates its schema dicts with are worked out once per class,
+  and equal typing's;
+* the YAML of column hints in the run's metrics is made once per value, equals
+  PyYAML's, and data that is not plain is always dumped anew.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import dlt
 import pytest
+import yaml
+from dlt.common import validation
 from dlt.common.configuration import configspec, inject, resolve, resolve_configuration
 from dlt.common.configuration.container import Container
 from dlt.common.configuration.exceptions import ValueNotSecretException
@@ -28,7 +35,10 @@ from dlt.common.data_writers import DataWriter
 from dlt.common.data_writers.buffered import BufferedDataWriter
 from dlt.common.destination import DestinationCapabilitiesContext
 from dlt.common.destination.configuration import ParquetFormatConfiguration
+from dlt.common.exceptions import DictValidationException
+from dlt.common.schema.typing import TColumnSchema
 from dlt.common.typing import TSecretStrValue
+from dlt.extract import extract
 
 from diligence.dlt_lookups import dlt_lookups_made_once
 from diligence.sandbox.server import SandboxServer
@@ -134,10 +144,64 @@ def test_the_kept_secret_answers_are_dlts() -> None:
     assert kept[:3] == [False, False, True]
 
 
+def test_the_type_hints_of_dlts_schema_dicts_are_worked_out_once_per_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[Any] = []
+    own = validation.get_type_hints
+
+    def counting(obj: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(obj)
+        return own(obj, *args, **kwargs)
+
+    monkeypatch.setattr(validation, "get_type_hints", counting)
+    column = {"name": "id", "data_type": "text", "nullable": False}
+    module = sys.modules[TColumnSchema.__module__].__dict__  # as dlt's validation passes it
+    with dlt_lookups_made_once():
+        for _ in range(3):
+            validation.validate_dict(TColumnSchema, column, ".")
+        kept = validation.get_type_hints(TColumnSchema, globalns=module)
+        kept["name"] = None  # a caller's change does not reach the next caller
+        assert validation.get_type_hints(TColumnSchema, globalns=module) == own(TColumnSchema, globalns=module)
+        with pytest.raises(DictValidationException):  # validation still validates
+            validation.validate_dict(TColumnSchema, {**column, "nullable": "no"}, ".")
+    assert calls.count(TColumnSchema) == 1
+    assert validation.get_type_hints is counting  # given back
+
+
+def test_the_yaml_of_column_hints_is_made_once_per_value() -> None:
+    made: list[Any] = []
+    own = extract.yaml
+
+    class Counting:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(own, name)
+
+        def dump(self, data: Any, stream: Any = None, **options: Any) -> Any:
+            made.append(data)
+            return own.dump(data, stream, **options)
+
+    options = {"allow_unicode": True, "default_flow_style": False, "sort_keys": False}
+    hints = {"id": {"name": "id", "data_type": "text", "nullable": False, "precision": 3}}
+    extract.yaml = Counting()  # type: ignore[assignment]
+    try:
+        with dlt_lookups_made_once():
+            first = extract.yaml.dump(hints, **options)
+            again = extract.yaml.dump({"id": dict(hints["id"])}, **options)  # equal, not the same
+            other = extract.yaml.dump({"id": {**hints["id"], "precision": 3.0}}, **options)
+            tuples = [extract.yaml.dump({"id": ("a", "b")}, **options) for _ in range(2)]
+            assert extract.yaml.safe_load is yaml.safe_load  # the rest of the module as it is
+        assert first == again == yaml.dump(hints, **options)
+        assert other == yaml.dump({"id": {**hints["id"], "precision": 3.0}}, **options) != first
+        assert tuples == [yaml.dump({"id": ("a", "b")}, **options)] * 2
+        assert len(made) == 4  # hints once, the float once, the tuples (not plain) each time
+    finally:
+        extract.yaml = own  # type: ignore[assignment]
+
+
 def test_outside_a_sync_dlt_is_as_it_was() -> None:
     from dlt.common.configuration.providers import environ
 
     own = (inject.resolve_configuration, resolve.is_secret_hint, environ.is_secret_hint)
+    pure = (validation.get_type_hints, extract.yaml)
     with dlt_lookups_made_once():
         with dlt_lookups_made_once():  # a sync inside another (a step that syncs)
             pass
@@ -145,6 +209,7 @@ def test_outside_a_sync_dlt_is_as_it_was() -> None:
     with pytest.raises(RuntimeError), dlt_lookups_made_once():
         raise RuntimeError("a sync that failed")
     assert (inject.resolve_configuration, resolve.is_secret_hint, environ.is_secret_hint) == own
+    assert (validation.get_type_hints, extract.yaml) == pure
 
 
 def test_a_sync_resolves_each_writers_settings_once_per_section(
