@@ -96,7 +96,7 @@ class NamespaceSnapshot:
     started_at: datetime
     finished_at: datetime | None = None
     requests: int = 0
-    #: table name -> staged Parquet file and row count (see :mod:`.staging`)
+    #: table name -> staged Parquet file, row count and size (see :mod:`.staging`)
     tables: dict[str, StagedTable] = field(default_factory=dict)
     issues: list[SyncIssue] = field(default_factory=list)
     folder: Path | None = None
@@ -105,6 +105,11 @@ class NamespaceSnapshot:
     def row_count(self) -> int:
         """Rows read over every table of the namespace."""
         return sum(table.rows for table in self.tables.values())
+
+    @property
+    def staged_bytes(self) -> int:
+        """Size of the namespace's rows in memory (Arrow's buffers) over every table."""
+        return sum(table.bytes for table in self.tables.values())
 
 
 @dataclass(frozen=True)

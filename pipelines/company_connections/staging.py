@@ -34,11 +34,13 @@ __all__ = ["NamespaceStage", "StagedTable", "read_batches", "empty_table", "warm
 
 @dataclass
 class StagedTable:
-    """One table of one namespace: its Parquet file (None if no row) and row count."""
+    """One table of one namespace: its Parquet file (None if no row), row count, and
+    the size of its rows in memory (Arrow's buffers, before compression)."""
 
     name: str
     path: Path | None = None
     rows: int = 0
+    bytes: int = 0
 
 
 class _TableWriter:
@@ -49,6 +51,7 @@ class _TableWriter:
         self.batch_size = batch_size
         self.buffer: list[dict[str, Any]] = []
         self.rows = 0
+        self.bytes = 0
         self.writer: pq.ParquetWriter | None = None
 
     def append(self, row: dict[str, Any]) -> None:
@@ -65,13 +68,14 @@ class _TableWriter:
             self.writer = pq.ParquetWriter(self.path, self.schema, compression="snappy")
         self.writer.write_batch(batch)
         self.rows += batch.num_rows
+        self.bytes += batch.nbytes
 
     def close(self) -> StagedTable:
         self.flush()
         if self.writer is not None:
             self.writer.close()
             self.writer = None
-            return StagedTable(self.name, self.path, self.rows)
+            return StagedTable(self.name, self.path, self.rows, self.bytes)
         return StagedTable(self.name, None, 0)
 
     def abort(self) -> None:

@@ -468,15 +468,18 @@ def test_a_stream_interrupted_while_it_starts_stops_its_fetch(
     assert not [t for t in threading.enumerate() if t.name == "company-connections-fetch" and t.is_alive()]
 
 
-def test_the_loads_into_a_file_run_their_jobs_one_at_a_time(
-    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_large_namespace_loads_one_job_at_a_time_a_small_one_side_by_side(
+    sandbox: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # dlt's parallel load jobs need their DuckDB memory at once: under the sync's bound
-    # those of a `large` namespace ran out of it (and a merge retried after it had partly
-    # run duplicated rows), so into a file they run one at a time
+    # dlt's load jobs side by side need their DuckDB memory at once: under the sync's
+    # bound those of a `large` namespace ran out of it (and a merge retried after it had
+    # partly run duplicated rows), so a namespace over SIDE_BY_SIDE_LOAD_BYTES loads one
+    # job at a time; a smaller one runs them side by side, as dlt does, with the same rows
     import dlt
     from dlt.load import Load
     from dlt.load.configuration import LoaderConfiguration
+
+    import diligence.sync
 
     workers: list[int] = []
     init = Load.__init__
@@ -486,8 +489,40 @@ def test_the_loads_into_a_file_run_their_jobs_one_at_a_time(
         workers.append(self.config.workers)  # what dlt's load step really runs with
 
     monkeypatch.setattr(Load, "__init__", recording)
-    result = sync(sandbox, warehouse)
-    assert not result.failed and result.rows > 0
-    assert workers == [1] * len(result.namespaces)
+    small = sync(sandbox, tmp_path / "small.duckdb")
+    assert not small.failed and small.rows > 0
+    assert workers == [LoaderConfiguration.workers] * len(small.namespaces)
+
+    workers.clear()
+    monkeypatch.setattr(diligence.sync, "SIDE_BY_SIDE_LOAD_BYTES", 0)  # every namespace is "large"
+    large = sync(sandbox, tmp_path / "large.duckdb")
+    assert workers == [1] * len(large.namespaces)
     # dlt's setting is given back after each load
     assert dlt.config.get("load.workers") in (None, LoaderConfiguration.workers)
+    assert current_counts(tmp_path / "small.duckdb") == current_counts(tmp_path / "large.duckdb")
+    assert [o.rows_per_table for o in small.namespaces] == [o.rows_per_table for o in large.namespaces]
+
+
+def test_a_namespace_knows_the_size_of_its_staged_rows(tmp_path: Path) -> None:
+    # what decides how its load jobs run: Arrow's size of the rows, counted as they are staged
+    import pyarrow as pa
+
+    from pipelines.company_connections.extract import NamespaceSnapshot
+    from pipelines.company_connections.schema import arrow_schema
+
+    stage = NamespaceStage.create(tmp_path, "ns/1", batch_size=10)
+    synced_at = datetime.now(timezone.utc)
+    rows = [
+        {"namespace_company_id": "ns/1", "company_type_id": str(i), "forms_json": "[]" * i, "synced_at": synced_at}
+        for i in range(25)
+    ]
+    for row in rows:
+        stage.append("questionnaire_templates", row)
+    tables = stage.close()
+    schema = arrow_schema("questionnaire_templates")
+    expected = sum(pa.RecordBatch.from_pylist(rows[i:i + 10], schema=schema).nbytes for i in range(0, 25, 10))
+    assert tables["questionnaire_templates"].bytes == expected > 0
+    assert tables["documents"].bytes == 0
+    snapshot = NamespaceSnapshot("ns/1", synced_at=synced_at, started_at=synced_at, tables=tables)
+    assert snapshot.staged_bytes == expected
+    stage.discard()
