@@ -64,8 +64,9 @@ RAW_DATASET = "raw"
 #: larger cache would only add to the peak (on `large`: about 50 MB more at 128 MB).
 LOAD_MEMORY_LIMIT = "64MB"
 MODELS_MEMORY_LIMIT = "160MB"
-#: A namespace whose staged rows take at most this much memory (Arrow's buffers) is
-#: loaded with dlt's jobs side by side; a larger one one job at a time. At these sizes
+#: A namespace loaded after the fetch is over whose staged rows take at most this much
+#: memory (Arrow's buffers) is loaded with dlt's jobs side by side; any other one job
+#: at a time (see :func:`diligence.sync._load`). At these sizes
 #: side by side needs no more DuckDB memory than one at a time (the smallest limit that
 #: loads them is the same either way): a `medium` namespace (2.2 MB) needs 24 MB, one
 #: of 4.5 MB 32 MB, one of 9 MB 64 MB (LOAD_MEMORY_LIMIT).

@@ -130,7 +130,8 @@ class _Fetch:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[Any] | None = None
         self._cancelled = threading.Event()
-        #: set once every namespace is complete (or the fetch stopped), before the client closes
+        #: set once every namespace is complete (before the last one is queued) or the
+        #: fetch stopped, before the client closes
         self.read_all = threading.Event()
 
     async def _main(self) -> None:
@@ -140,7 +141,9 @@ class _Fetch:
             return
         async with self.settings.client() as client:
             self.stats = client.stats
-            await extract_namespaces(client, on_complete=self.results.put, **self.options)
+            await extract_namespaces(
+                client, on_complete=self.results.put, on_all_read=self.read_all.set, **self.options
+            )
             self.read_all.set()
 
     def run(self) -> None:
@@ -201,6 +204,12 @@ class NamespaceStream:
             yield item
         if self._fetch.error is not None:
             raise self._fetch.error
+
+    @property
+    def read_all(self) -> bool:
+        """True once every namespace has been read (set before the last one is yielded):
+        nothing the caller does from then on overlaps the fetch."""
+        return self._fetch.read_all.is_set()
 
     @property
     def fetching(self) -> bool:

@@ -527,6 +527,7 @@ async def extract_namespaces(
     synced_at: datetime | None = None,
     known_namespaces: Sequence[str] = (),
     open_connections: int | None = None,
+    on_all_read: Callable[[], None] | None = None,
 ) -> list[NamespaceResult]:
     """Read every requested namespace (default: every company of the user) side by side.
 
@@ -543,7 +544,9 @@ async def extract_namespaces(
     With `concurrency` (the client's limit), requests wait for a slot by namespace
     order (see :class:`PriorityGate`), so namespaces complete one after another.
     `open_connections` (default :data:`OPEN_CONNECTIONS`, at least 4x `concurrency`)
-    bounds the connections of a namespace being read at once.
+    bounds the connections of a namespace being read at once. `on_all_read` is
+    called once every namespace is read, just before the last result goes to
+    `on_complete`.
 
     Returns every result in the order they completed. Raises
     :class:`AuthenticationError` when the credentials are refused.
@@ -553,6 +556,8 @@ async def extract_namespaces(
 
     def complete(result: NamespaceResult) -> None:
         results.append(result)
+        if on_all_read is not None and len(results) == len(wanted):
+            on_all_read()  # before the last result is handed on: its taker knows it is last
         on_complete(result)
 
     user_info = await client.user_info()

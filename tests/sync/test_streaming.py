@@ -468,13 +468,14 @@ def test_a_stream_interrupted_while_it_starts_stops_its_fetch(
     assert not [t for t in threading.enumerate() if t.name == "company-connections-fetch" and t.is_alive()]
 
 
-def test_a_large_namespace_loads_one_job_at_a_time_a_small_one_side_by_side(
+def test_loads_run_one_job_at_a_time_except_a_small_namespace_after_the_fetch(
     sandbox: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # dlt's load jobs side by side need their DuckDB memory at once: under the sync's
     # bound those of a `large` namespace ran out of it (and a merge retried after it had
-    # partly run duplicated rows), so a namespace over SIDE_BY_SIDE_LOAD_BYTES loads one
-    # job at a time; a smaller one runs them side by side, as dlt does, with the same rows
+    # partly run duplicated rows), so loads run one job at a time, which also leaves the
+    # cores to the fetch. Once the fetch is over, a namespace of at most
+    # SIDE_BY_SIDE_LOAD_BYTES runs them side by side, as dlt does, with the same rows.
     import dlt
     from dlt.load import Load
     from dlt.load.configuration import LoaderConfiguration
@@ -489,9 +490,18 @@ def test_a_large_namespace_loads_one_job_at_a_time_a_small_one_side_by_side(
         workers.append(self.config.workers)  # what dlt's load step really runs with
 
     monkeypatch.setattr(Load, "__init__", recording)
-    small = sync(sandbox, tmp_path / "small.duckdb")
+    first, last = sandbox.world.namespaces[:2]
+    first_loaded = threading.Event()
+    _hold_until(monkeypatch, last, first_loaded)  # the first is loaded while the last is read
+
+    def on_namespace(outcome: NamespaceOutcome) -> None:
+        if outcome.namespace_company_id == first:
+            first_loaded.set()
+
+    small = sync(sandbox, tmp_path / "small.duckdb", on_namespace=on_namespace)
     assert not small.failed and small.rows > 0
-    assert workers == [LoaderConfiguration.workers] * len(small.namespaces)
+    assert [o.namespace_company_id for o in small.namespaces] == [first, last]
+    assert workers == [1, LoaderConfiguration.workers]
 
     workers.clear()
     monkeypatch.setattr(diligence.sync, "SIDE_BY_SIDE_LOAD_BYTES", 0)  # every namespace is "large"
