@@ -230,14 +230,16 @@ def _load_jobs_one_at_a_time() -> Iterator[None]:
 
 
 def _jobs_side_by_side(result: Any, after_fetch: bool) -> bool:
-    """Whether a namespace's load jobs run side by side (dlt's default): once the fetch
-    is over, when its rows take at most SIDE_BY_SIDE_LOAD_BYTES in memory."""
+    """Whether a namespace's load jobs run side by side (dlt's default): only once the
+    fetch is over (its load is then all that is left of the sync; while the fetch runs,
+    the loads leave the cores to it), and only when its rows take at most
+    SIDE_BY_SIDE_LOAD_BYTES in memory."""
     staged = getattr(result, "staged_bytes", None)
     return after_fetch and staged is not None and staged <= SIDE_BY_SIDE_LOAD_BYTES
 
 
 def _load(
-    owner: Warehouse, namespace: str, result: Any, data: Any, prepared: set[str | None], *, after_fetch: bool = False
+    owner: Warehouse, namespace: str, data: Any, prepared: set[str | None], *, side_by_side: bool = False
 ) -> Any:
     """One namespace's dlt run: into the file's pipeline, or into the lake through the
     namespace's own pipeline, retrying transient commit conflicts with other writers.
@@ -246,15 +248,13 @@ def _load(
     is needed at once, and under LOAD_MEMORY_LIMIT the jobs of a `large` namespace
     (15,000 rows) already ran out of it. dlt retries such a job, and a merge retried
     after it had partly run duplicated rows. One job at a time fits at 150,000 rows.
-    The namespace loaded `after_fetch` (the last one: its load is all that is left of
-    the sync) runs them side by side, as dlt does by default, if it is no larger than
-    SIDE_BY_SIDE_LOAD_BYTES: one job's DuckDB work overlaps another's Python, which
-    takes 0.06-0.09 s off the load of a `medium` namespace. While the fetch runs, the
-    loads keep to one job at a time, leaving the cores to the fetch.
+    With `side_by_side` (see :func:`_jobs_side_by_side`) they run side by side, as dlt
+    does by default: one job's DuckDB work overlaps another's Python, which takes
+    0.06-0.09 s off the load of a `medium` namespace.
     """
     pipeline = _prepare(owner, namespace, prepared)
     if owner.path is not None:
-        jobs = contextlib.nullcontext() if _jobs_side_by_side(result, after_fetch) else _load_jobs_one_at_a_time()
+        jobs = contextlib.nullcontext() if side_by_side else _load_jobs_one_at_a_time()
         with jobs:
             return pipeline.run(data, loader_file_format="parquet")
     from .lake import load_retrying
@@ -342,10 +342,9 @@ def run_sync(
                             _load(
                                 owner,
                                 ns,
-                                result,
                                 company_connections(result, sync_id, synced_at, resources),
                                 prepared,
-                                after_fetch=stream.read_all,
+                                side_by_side=_jobs_side_by_side(result, stream.read_all),
                             )
                         )
                     except Exception as exc:  # noqa: BLE001
