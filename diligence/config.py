@@ -130,7 +130,7 @@ def warehouse_settings(
         or _configured("warehouse.location", str)  # type: ignore[assignment]
         or DEFAULT_WAREHOUSE
     )
-    from .lake import is_lake_uri
+    from .location import is_lake_uri
 
     if data_path or not is_lake_uri(location):
         # a configured data path belongs to a configured lake, not to a file given here

@@ -11,7 +11,7 @@ The tree::
     ├── WarehouseBusyError          another writer holds the warehouse (the writer lock or
     │                               an open DuckDB session); transient
     ├── WarehouseLocationError      a warehouse location (DuckDB file or DuckLake URI) or
-    │                               its data path cannot be used (diligence.lake); never
+    │                               its data path cannot be used (diligence.location); never
     │                               transient
     └── NamespaceSyncError          a namespace could not be read completely (its previous
         │                           data is kept); carries its `NamespaceOutcome`; transient

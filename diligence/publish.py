@@ -11,14 +11,13 @@ may open that file, not even read-only. So:
   A sync therefore never locks analysts out, and an analyst never blocks a sync.
 * A process that holds the warehouse file itself open blocks writers: a sync or a
   model build then waits up to ``--wait`` seconds for it and otherwise stops with a
-  message naming the process, before anything is read or written.
+  message naming the process, before anything is read or written
+  (:func:`diligence.warehouse.wait_until_writable`).
 """
 
 from __future__ import annotations
 
 import os
-import re
-import time
 import uuid
 from pathlib import Path
 
@@ -26,43 +25,7 @@ import duckdb
 
 from .filemodes import protect
 from .models import copy_comments
-from .warehouse import WarehouseBusyError
-
-_LOCK_HOLDER = re.compile(r"PID (\d+)")
-
-
-def published_path(warehouse: Path) -> Path:
-    """Where the analysts' read-only copy of `warehouse`'s analytics schema lives."""
-    return warehouse.with_name(f"{warehouse.stem}-analytics{warehouse.suffix or '.duckdb'}")
-
-
-def _is_lock_conflict(exc: BaseException) -> bool:
-    return "Could not set lock on file" in str(exc) or "Conflicting lock" in str(exc)
-
-
-def wait_until_writable(warehouse: Path, *, wait_seconds: float = 0.0) -> None:
-    """Return once no other process holds `warehouse` open; raise after `wait_seconds`.
-
-    Raises :class:`WarehouseBusyError` naming the process that holds the file.
-    """
-    if not warehouse.exists():
-        return
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        try:
-            duckdb.connect(str(warehouse)).close()
-            return
-        except duckdb.Error as exc:
-            if not _is_lock_conflict(exc):
-                raise
-            if time.monotonic() >= deadline:
-                holder = _LOCK_HOLDER.search(str(exc))
-                who = f"process {holder.group(1)}" if holder else "another process"
-                raise WarehouseBusyError(
-                    f"{warehouse} is open in {who}; close that session (analysts can query "
-                    f"{published_path(warehouse)} instead) or pass --wait SECONDS"
-                ) from None
-            time.sleep(0.5)
+from .warehouse import published_path
 
 
 def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection | None = None) -> Path:

@@ -1,7 +1,7 @@
 """The warehouse and its one owner while a step writes it.
 
 A warehouse is a DuckDB file (the default) or a DuckLake with a PostgreSQL catalog
-(``ducklake:postgres:<conninfo>`` plus a data path, see :mod:`diligence.lake`).
+(``ducklake:postgres:<conninfo>`` plus a data path, see :mod:`diligence.location`).
 :class:`Warehouse` owns either for a step. For a file it takes the writer lock
 (``<warehouse>.lock``) once and waits until no other process holds the file open; for
 a lake it proves the catalog and data path usable before anything is written (the lake
@@ -27,6 +27,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import threading
 import time
@@ -41,7 +42,7 @@ from .lockinfo import process_alive
 if TYPE_CHECKING:
     from dlt.common.pipeline import SupportsPipeline
 
-    from .lake import WarehouseLocation
+    from .location import WarehouseLocation
 
 __all__ = [
     "DEFAULT_WAREHOUSE",
@@ -92,6 +93,12 @@ SYNC_KEEP_WAL_BYTES = 16 * 1024 * 1024
 def wal_of(database: Path) -> Path:
     """DuckDB's write-ahead log of the database file `database` (``<file>.wal``)."""
     return database.with_name(database.name + ".wal")
+
+
+def published_path(warehouse: Path) -> Path:
+    """Where the analysts' read-only copy of `warehouse`'s analytics schema lives (see
+    :mod:`diligence.publish`)."""
+    return warehouse.with_name(f"{warehouse.stem}-analytics{warehouse.suffix or '.duckdb'}")
 
 
 def pipelines_dir_of(warehouse: Path) -> Path:
@@ -184,8 +191,6 @@ def writer_lock(warehouse: Path, *, wait_seconds: float = 0.0) -> Iterator[None]
 def protect_outputs(warehouse: Path) -> None:
     """Give what the writers of `warehouse` wrote the configured modes (see
     :mod:`diligence.filemodes`): DuckDB and dlt create their files with the umask's."""
-    from .publish import published_path
-
     warehouse = warehouse.expanduser().resolve()
     protect(
         warehouse,
@@ -193,6 +198,41 @@ def protect_outputs(warehouse: Path) -> None:
         published_path(warehouse),
     )
     protect_tree(pipelines_dir_of(warehouse))
+
+
+_LOCK_HOLDER = re.compile(r"PID (\d+)")
+
+
+def _is_lock_conflict(exc: BaseException) -> bool:
+    return "Could not set lock on file" in str(exc) or "Conflicting lock" in str(exc)
+
+
+def wait_until_writable(warehouse: Path, *, wait_seconds: float = 0.0) -> None:
+    """Return once no other process holds `warehouse` open; raise after `wait_seconds`.
+
+    Raises :class:`WarehouseBusyError` naming the process that holds the file. A file
+    that does not exist yet is held by no one (and DuckDB is not even imported).
+    """
+    if not warehouse.exists():
+        return
+    import duckdb
+
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            duckdb.connect(str(warehouse)).close()
+            return
+        except duckdb.Error as exc:
+            if not _is_lock_conflict(exc):
+                raise
+            if time.monotonic() >= deadline:
+                holder = _LOCK_HOLDER.search(str(exc))
+                who = f"process {holder.group(1)}" if holder else "another process"
+                raise WarehouseBusyError(
+                    f"{warehouse} is open in {who}; close that session (analysts can query "
+                    f"{published_path(warehouse)} instead) or pass --wait SECONDS"
+                ) from None
+            time.sleep(0.5)
 
 
 @contextlib.contextmanager
@@ -251,8 +291,8 @@ class Warehouse:
     """The owner of one warehouse (a DuckDB file or a DuckLake) while a step writes it.
 
     `location` is a DuckDB file path, a ``ducklake:postgres:<conninfo>`` URI (then
-    `data_path` is required), or a parsed :class:`~diligence.lake.WarehouseLocation`.
-    A malformed location raises :class:`~diligence.lake.WarehouseLocationError` here.
+    `data_path` is required), or a parsed :class:`~diligence.location.WarehouseLocation`.
+    A malformed location raises :class:`~diligence.location.WarehouseLocationError` here.
     """
 
     def __init__(
@@ -262,7 +302,7 @@ class Warehouse:
         *,
         pipelines_root: Path | None = None,
     ) -> None:
-        from .lake import WarehouseLocation, parse_location
+        from .location import WarehouseLocation, parse_location
 
         if not isinstance(location, WarehouseLocation):
             location = parse_location(location, data_path)
@@ -308,7 +348,6 @@ class Warehouse:
             yield self
             return
         from .migrate import require_readable
-        from .publish import wait_until_writable
 
         require_readable(self.path)
         with writer_lock(self.path, wait_seconds=wait_seconds):

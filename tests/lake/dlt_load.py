@@ -35,8 +35,9 @@ def load_namespace(
     import dlt
 
     from diligence import lake
+    from diligence.location import parse_location
 
-    location = lake.parse_location(uri, data_path)
+    location = parse_location(uri, data_path)
     parts = lake.lake_pipeline_parts(location, namespace, pipelines_root=Path(pipelines_root))
 
     @dlt.resource(

@@ -9,7 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from diligence import lake
-from diligence.lake import WarehouseLocation
+from diligence.location import WarehouseLocation
 
 from .dlt_load import ROWS_PER_NAMESPACE, company_rows, load_namespace
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from diligence import lake
-from diligence.lake import WarehouseLocationError, parse_location
+from diligence.location import WarehouseLocationError, parse_location, redact
 from tests.processes import free_port
 
 from .postgres import PostgresCluster
@@ -44,7 +44,7 @@ def test_a_lake_uri_with_a_data_path(tmp_path: Path) -> None:
     assert "password=***" in location.display()
     url = lake.catalog_url(location)
     assert url.startswith(f"postgres://loader:{SECRET}@db.internal/lake?")
-    assert SECRET not in lake.redact(url)
+    assert SECRET not in redact(url)
 
 
 def test_remote_data_path_is_kept_as_url() -> None:

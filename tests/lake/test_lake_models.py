@@ -12,7 +12,7 @@ import duckdb
 from diligence import lake
 from diligence.checks import failed_checks, run_checks
 from diligence.export import export_reports
-from diligence.lake import WarehouseLocation
+from diligence.location import WarehouseLocation
 from diligence.models import ANALYTICS_SCHEMA, build_models
 
 from ..models.rawdb import SYNCED_AT

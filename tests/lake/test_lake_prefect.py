@@ -16,7 +16,7 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlo
 
 from diligence import lake
 from diligence.analytics import rebuild_analytics
-from diligence.lake import WarehouseLocation
+from diligence.location import WarehouseLocation
 from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from flows.fanout import FANOUT_FLOW_NAME, NAMESPACE_FLOW_NAME
 from tests.helpers import sync
