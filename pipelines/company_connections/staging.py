@@ -1,18 +1,24 @@
 """Per-namespace staging: rows go to Arrow record batches, then to Parquet files.
 
-While a namespace is fetched, each of its tables buffers at most `batch_size` rows
-in memory; a full buffer becomes one Arrow record batch appended to the table's
-Parquet file in the namespace's own folder. Memory held per namespace is therefore
+While a namespace is fetched, each of its tables converts its rows to Arrow record
+batches of CONVERT_ROWS rows as they arrive, and holds at most `batch_size` rows in
+memory; once that many are held they are appended to the table's Parquet file in the
+namespace's own folder, as one row group. Memory held per namespace is therefore
 bounded by the batch size, not by the size of the namespace::
 
     <staging dir>/<sync id>/<namespace>/companies.parquet
                                         connections.parquet
                                         ...
 
-:meth:`NamespaceStage.close` finishes the files (the namespace is then complete and
-can be loaded); :meth:`NamespaceStage.discard` deletes the folder (a failed namespace
-leaves nothing behind). A process killed mid-way leaves a folder that no later run
-reads: every run stages into a folder of its own sync id and deletes older ones.
+:meth:`NamespaceStage.close` finishes the files and hands over the rows still held
+(fewer than `batch_size` per table: a small namespace never touches the disk); the
+namespace is then complete and can be loaded. Converting as rows arrive, in small
+batches, costs a tenth of converting a whole table at once (pyarrow's conversion of
+long lists of strings grows faster than their length), and it leaves little to do
+when the namespace completes: for the last namespace of a sync, that is on the wall
+clock. :meth:`NamespaceStage.discard` deletes the folder (a failed namespace leaves
+nothing behind). A process killed mid-way leaves a folder that no later run reads:
+every run stages into a folder of its own sync id and deletes older ones.
 """
 
 from __future__ import annotations
@@ -32,15 +38,21 @@ from .schema import NAMESPACE_TABLES, arrow_schema
 __all__ = ["NamespaceStage", "StagedTable", "read_batches", "empty_table", "warm_up_conversions"]
 
 
+#: Rows converted to one Arrow record batch at a time, as they arrive.
+CONVERT_ROWS = 50
+
+
 @dataclass
 class StagedTable:
-    """One table of one namespace: its Parquet file (None if no row), row count, and
-    the size of its rows in memory (Arrow's buffers, before compression)."""
+    """One table of one namespace: its Parquet file (None if nothing was written to
+    one), the rows not written to it (held as Arrow record batches), the row count, and
+    the size of the rows in memory (Arrow's buffers, before compression)."""
 
     name: str
     path: Path | None = None
     rows: int = 0
     bytes: int = 0
+    batches: tuple[pa.RecordBatch, ...] = ()
 
 
 class _TableWriter:
@@ -49,37 +61,58 @@ class _TableWriter:
         self.schema = arrow_schema(name)
         self.path = folder / f"{name}.parquet"
         self.batch_size = batch_size
+        self.convert_rows = CONVERT_ROWS
         self.buffer: list[dict[str, Any]] = []
+        #: converted rows not yet in the file (fewer than `batch_size`)
+        self.batches: list[pa.RecordBatch] = []
+        self.held = 0
         self.rows = 0
         self.bytes = 0
         self.writer: pq.ParquetWriter | None = None
 
     def append(self, row: dict[str, Any]) -> None:
         self.buffer.append(row)
-        if len(self.buffer) >= self.batch_size:
-            self.flush()
+        if len(self.buffer) >= self.convert_rows or self.held + len(self.buffer) >= self.batch_size:
+            self.convert()
 
-    def flush(self) -> None:
+    def convert(self) -> None:
         if not self.buffer:
             return
         batch = pa.RecordBatch.from_pylist(self.buffer, schema=self.schema)
         self.buffer = []
-        if self.writer is None:
-            self.writer = pq.ParquetWriter(self.path, self.schema, compression="snappy")
-        self.writer.write_batch(batch)
+        self.batches.append(batch)
+        self.held += batch.num_rows
         self.rows += batch.num_rows
         self.bytes += batch.nbytes
+        if self.held >= self.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        """Append the rows held to the file, as one row group."""
+        if not self.batches:
+            return
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.path, self.schema, compression="snappy")
+        self.writer.write_table(pa.Table.from_batches(self.batches, schema=self.schema))
+        self.batches = []
+        self.held = 0
 
     def close(self) -> StagedTable:
-        self.flush()
+        self.convert()
+        path = None
         if self.writer is not None:
             self.writer.close()
             self.writer = None
-            return StagedTable(self.name, self.path, self.rows, self.bytes)
-        return StagedTable(self.name, None, 0)
+            path = self.path
+        staged = StagedTable(self.name, path, self.rows, self.bytes, tuple(self.batches))
+        self.batches = []
+        self.held = 0
+        return staged
 
     def abort(self) -> None:
         self.buffer = []
+        self.batches = []
+        self.held = 0
         if self.writer is not None:
             try:
                 self.writer.close()
@@ -117,7 +150,8 @@ class NamespaceStage:
         self._writers[table].append(row)
 
     def close(self) -> dict[str, StagedTable]:
-        """Finish every file; the namespace's tables, ready to load."""
+        """Finish every file and hand over the rows still held: the namespace's
+        tables, ready to load."""
         return {name: writer.close() for name, writer in self._writers.items()}
 
     def discard(self) -> None:
@@ -139,17 +173,21 @@ def empty_table(name: str) -> pa.Table:
 
 
 def read_batches(table: StagedTable, batch_size: int = 2_000) -> Iterator[pa.Table]:
-    """The staged rows of `table` as Arrow tables of at most `batch_size` rows.
+    """The staged rows of `table` as Arrow tables of at most `batch_size` rows: those
+    in its file, then those held in memory.
 
     A table without rows yields one empty table, so that its merge still runs and the
     namespace's rows that are gone upstream are deleted or retired.
     """
-    if table.path is None or not table.rows:
+    if not table.rows:
         yield empty_table(table.name)
         return
-    parquet = pq.ParquetFile(table.path)
-    try:
-        for batch in parquet.iter_batches(batch_size=batch_size):
-            yield pa.Table.from_batches([batch])
-    finally:
-        parquet.close()
+    if table.path is not None:
+        parquet = pq.ParquetFile(table.path)
+        try:
+            for batch in parquet.iter_batches(batch_size=batch_size):
+                yield pa.Table.from_batches([batch])
+        finally:
+            parquet.close()
+    if table.batches:
+        yield pa.Table.from_batches(table.batches)

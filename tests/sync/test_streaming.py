@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -175,17 +176,38 @@ def test_rows_are_staged_in_batches(tmp_path: Path) -> None:
             "questionnaire_templates",
             {"namespace_company_id": "ns/1", "company_type_id": str(i), "forms_json": "[]", "synced_at": synced_at},
         )
-        held.append(len(stage._writers["questionnaire_templates"].buffer))
-    assert max(held) < 5  # a full buffer goes to the file at once
+        writer = stage._writers["questionnaire_templates"]
+        held.append(len(writer.buffer) + writer.held)
+    assert max(held) < 5  # a full batch goes to the file at once
     tables = stage.close()
     staged = tables["questionnaire_templates"]
     assert staged.rows == 23 and staged.path is not None
-    assert pq.ParquetFile(staged.path).num_row_groups == 5  # 4 full batches and the rest
-    assert sum(t.num_rows for t in read_batches(staged)) == 23
+    assert pq.ParquetFile(staged.path).num_row_groups == 4  # 4 full batches in the file
+    assert sum(b.num_rows for b in staged.batches) == 3  # the rest handed over in memory
+    read = pa.concat_tables(read_batches(staged))
+    assert read.column("company_type_id").to_pylist() == [str(i) for i in range(23)]  # in order
     # a table without rows still yields one empty table (its merge must run)
     assert [t.num_rows for t in read_batches(tables["documents"])] == [0]
     stage.discard()
     assert not stage.folder.exists()
+
+
+def test_a_table_smaller_than_a_batch_never_touches_the_disk(tmp_path: Path) -> None:
+    stage = NamespaceStage.create(tmp_path, "ns/1", batch_size=1000)
+    synced_at = datetime.now(timezone.utc)
+    for i in range(120):  # converted 50 rows at a time as they arrive
+        stage.append(
+            "questionnaire_templates",
+            {"namespace_company_id": "ns/1", "company_type_id": str(i), "forms_json": "[]", "synced_at": synced_at},
+        )
+    writer = stage._writers["questionnaire_templates"]
+    assert [b.num_rows for b in writer.batches] == [50, 50] and len(writer.buffer) == 20
+    staged = stage.close()["questionnaire_templates"]
+    assert staged.path is None and not any(stage.folder.iterdir())
+    assert [b.num_rows for b in staged.batches] == [50, 50, 20]
+    (table,) = read_batches(staged)
+    assert table.num_rows == 120 and table.column("company_type_id").to_pylist() == [str(i) for i in range(120)]
+    stage.discard()
 
 
 def test_request_slots_go_to_the_first_namespace_first() -> None:
@@ -515,8 +537,6 @@ def test_loads_run_one_job_at_a_time_except_a_small_namespace_after_the_fetch(
 
 def test_a_namespace_knows_the_size_of_its_staged_rows(tmp_path: Path) -> None:
     # what decides how its load jobs run: Arrow's size of the rows, counted as they are staged
-    import pyarrow as pa
-
     from pipelines.company_connections.extract import NamespaceSnapshot
     from pipelines.company_connections.schema import arrow_schema
 
