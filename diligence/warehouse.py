@@ -107,6 +107,21 @@ def pipelines_dir_of(warehouse: Path) -> Path:
     return warehouse.parent / ".dlt-pipelines" / warehouse.stem
 
 
+def _configure_dlt() -> None:
+    """dlt's settings for the pipelines that write `raw` (a file's or a lake's)."""
+    import dlt
+
+    # The source yields Arrow tables; keep dlt's load id on their rows for lineage.
+    dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
+    # The pipeline's state lives beside the warehouse, so a run need not first read it
+    # back from the destination (nor write it there): each namespace is its own run.
+    dlt.config["restore_from_destination"] = False
+    # A loaded package's job files are copies of the rows it committed: deleted once it
+    # is loaded, so dlt's folder does not keep every sync's confidential rows (the
+    # package's record of what was loaded stays).
+    dlt.config["load.delete_completed_jobs"] = True
+
+
 def pipeline_for(warehouse: Path, connection: Any = None) -> SupportsPipeline:
     """The dlt pipeline writing `warehouse`; its local state lives beside the file.
 
@@ -127,11 +142,7 @@ def pipeline_for(warehouse: Path, connection: Any = None) -> SupportsPipeline:
     # dlt's working folder holds load packages of confidential rows: owner-only.
     make_dirs(pipelines_dir.parent, own=True)
     make_dirs(pipelines_dir, own=True)
-    # The source yields Arrow tables; keep dlt's load id on their rows for lineage.
-    dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
-    # The pipeline's state lives beside the warehouse, so a run need not first read it
-    # back from the destination (nor write it there): each namespace is its own run.
-    dlt.config["restore_from_destination"] = False
+    _configure_dlt()
     if connection is not None:
         # dlt sets the time zone (UTC) again whenever a client borrows a given
         # connection that no other client holds: up to 16 times in a namespace's run,
@@ -418,8 +429,7 @@ class Warehouse:
 
         make_dirs(self.pipelines_root, own=True)
         parts = lake_pipeline_parts(self.location, namespace, pipelines_root=self.pipelines_root)
-        dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
-        dlt.config["restore_from_destination"] = False
+        _configure_dlt()
         return dlt.pipeline(
             pipeline_name=parts.pipeline_name,
             destination=parts.destination,

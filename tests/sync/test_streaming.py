@@ -556,3 +556,16 @@ def test_a_namespace_knows_the_size_of_its_staged_rows(tmp_path: Path) -> None:
     snapshot = NamespaceSnapshot("ns/1", synced_at=synced_at, started_at=synced_at, tables=tables)
     assert snapshot.staged_bytes == expected
     stage.discard()
+
+
+def test_a_sync_keeps_no_copy_of_the_loaded_rows_in_dlts_folder(sandbox: SandboxServer, warehouse: Path) -> None:
+    """dlt's job files are copies of the rows it committed: deleted once loaded (the
+    packages' records stay), and the staged rows go with the sync's staging folder."""
+    result = sync(sandbox, warehouse)
+    assert not result.failed and result.rows > 0
+    pipelines = pipelines_dir_of(warehouse)
+    packages = list(pipelines.rglob("load_package_state.json"))
+    assert len(packages) == len(result.namespaces)  # one loaded package per namespace
+    left = sorted(str(p.relative_to(pipelines)) for p in pipelines.rglob("*") if p.is_file() and p.suffix in (".parquet", ".sql", ".jsonl", ".gz"))
+    assert left == []
+    assert query(warehouse, "select count(*) from raw.companies")[0][0] > 0
