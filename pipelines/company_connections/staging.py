@@ -61,7 +61,6 @@ class _TableWriter:
         self.schema = arrow_schema(name)
         self.path = folder / f"{name}.parquet"
         self.batch_size = batch_size
-        self.convert_rows = CONVERT_ROWS
         self.buffer: list[dict[str, Any]] = []
         #: converted rows not yet in the file (fewer than `batch_size`)
         self.batches: list[pa.RecordBatch] = []
@@ -72,7 +71,7 @@ class _TableWriter:
 
     def append(self, row: dict[str, Any]) -> None:
         self.buffer.append(row)
-        if len(self.buffer) >= self.convert_rows or self.held + len(self.buffer) >= self.batch_size:
+        if len(self.buffer) >= CONVERT_ROWS or self.held + len(self.buffer) >= self.batch_size:
             self.convert()
 
     def convert(self) -> None:
@@ -190,4 +189,6 @@ def read_batches(table: StagedTable, batch_size: int = 2_000) -> Iterator[pa.Tab
         finally:
             parquet.close()
     if table.batches:
-        yield pa.Table.from_batches(table.batches)
+        held = pa.Table.from_batches(table.batches)
+        for offset in range(0, held.num_rows, batch_size):
+            yield held.slice(offset, batch_size)

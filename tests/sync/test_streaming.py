@@ -207,6 +207,7 @@ def test_a_table_smaller_than_a_batch_never_touches_the_disk(tmp_path: Path) -> 
     assert [b.num_rows for b in staged.batches] == [50, 50, 20]
     (table,) = read_batches(staged)
     assert table.num_rows == 120 and table.column("company_type_id").to_pylist() == [str(i) for i in range(120)]
+    assert [t.num_rows for t in read_batches(staged, batch_size=50)] == [50, 50, 20]  # read in bounded pieces
     stage.discard()
 
 
