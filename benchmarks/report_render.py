@@ -30,9 +30,10 @@ from diligence.report import vega_bundle, write_report
 from tests.models.synthetic import generate_raw
 from tests.report.browser import dump_dom
 
+from .results_file import write_part
+
 ROOT = Path(__file__).resolve().parent.parent
-START = "<!-- html-report:start -->"
-END = "<!-- html-report:end -->"
+PART = "html-report"
 
 
 def build_warehouse(path: Path, counterparties: int, now: datetime) -> Path:
@@ -149,7 +150,6 @@ def section(f: dict[str, float | int | str]) -> str:
     mb = 1_000_000
     return "\n".join(
         [
-            START,
             "## HTML report (`diligence report`)",
             "",
             "`.venv/bin/python -m benchmarks.report_render` (about a minute; needs Chromium, "
@@ -185,20 +185,8 @@ def section(f: dict[str, float | int | str]) -> str:
             "at a time (sorting and filtering run over the arrays, not the DOM). The file grows "
             "with the number of expired or expiring documents and of counterparties, about 100 "
             "bytes a row.",
-            END,
         ]
     )
-
-
-def write_section(out: Path, text: str) -> None:
-    current = out.read_text(encoding="utf-8") if out.exists() else "# Benchmark results\n"
-    if START in current and END in current:
-        before, rest = current.split(START, 1)
-        after = rest.split(END, 1)[1]
-        current = before + text + after
-    else:
-        current = current.rstrip("\n") + "\n\n" + text + "\n"
-    out.write_text(current, encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -210,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     figures = measure(args.counterparties, args.repeat)
     for key, value in figures.items():
         print(f"{key:24} {value}")
-    write_section(args.out, section(figures))
+    write_part(args.out, PART, section(figures))
     print(f"wrote the HTML report section of {args.out}")
 
 

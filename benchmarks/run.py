@@ -2,7 +2,8 @@
 
 Runs the scenarios (latency, throughput, rate, baselines, scaling), prints their
 tables and writes them, with the machine and how to reproduce, to ``--out``
-(default ``benchmarks/RESULTS.md`` for a full run; quick and tiny runs write to
+(default ``benchmarks/RESULTS.md`` for a full run, where they replace the previous
+run's part and leave every other section as it is; quick and tiny runs write to
 ``benchmarks/.work/`` unless ``--out`` is given). Raw figures go to
 ``benchmarks/.work/results.json`` (``results-<mode>.json`` for quick and tiny runs).
 """
@@ -20,9 +21,12 @@ from pathlib import Path
 
 from .harness import ROOT, WORK_DIR, machine
 from .report import Section, summary_table
+from .results_file import write_part
 from .scenarios import MODES, SCENARIOS, Config, warm_up
 
 DEFAULT_OUT = ROOT / "benchmarks" / "RESULTS.md"
+#: The part of the results file this script writes (see :mod:`.results_file`).
+PART = "benchmarks-run"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -143,9 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parts += [s.render() for s in sections]
     if failures:
         parts += ["## Scenarios that could not run", ""] + [f"- {f}" for f in failures]
-    text = "\n".join(parts)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
+    # the part this run owns; the sections other scripts and people wrote stay
+    write_part(args.out, PART, "\n".join(parts), new_at_top=True)
     raw_name = "results.json" if cfg.mode == "full" else f"results-{cfg.mode}.json"
     (cfg.work / raw_name).write_text(json.dumps(
         {s.key: s.raw for s in sections}, indent=1, default=str))
