@@ -1,7 +1,10 @@
-"""Our sync as users run it: :func:`diligence.sync.run_sync`, then models and exports.
+"""Our sync as users run it: :func:`diligence.sync.run_sync`, then the analytics and
+export steps that ``diligence sync`` runs after it (:mod:`diligence.steps`: the models
+under their DuckDB memory bound, the checks, the analysts' copy; the reports).
 
-`run_sync` times the HTTP fan-out (``extract``) and dlt's whole run (``load``);
-the split of the latter into dlt's extract, normalize and load steps comes from
+`run_sync` times the fetch (``extract``: until the last namespace is complete; the
+others are loaded meanwhile) and what follows it (``load``: the last namespace's dlt
+run); the split of the latter into dlt's extract, normalize and load steps comes from
 the pipeline's trace (``pipeline.last_trace``), written by the same run.
 """
 
@@ -76,8 +79,9 @@ class RssSampler:
 def run(job: dict[str, Any]) -> dict[str, Any]:
     """Job ``sync``: keys base_url, warehouse, and optional namespaces, max_concurrency,
     models (bool), export (bool)."""
+    from diligence.steps import analytics_step, export_step
     from diligence.sync import run_sync
-    from diligence.warehouse import pipeline_for
+    from diligence.warehouse import Warehouse, pipeline_for
 
     warehouse = Path(job["warehouse"])
     options: dict[str, Any] = {"email": EMAIL, "password": PASSWORD, "token_store_path": None}
@@ -113,14 +117,15 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         "counts": counts.per_namespace(warehouse, RELATIONS),
         "errors": {},
     }
+    owner = Warehouse(warehouse)
     if job.get("models"):
         try:
-            from diligence.models import build_models
-
             t0 = time.perf_counter()
-            models = build_models(warehouse)
-            timings["models"] = time.perf_counter() - t0
+            analytics = analytics_step(owner)
             marks["models"] = time.perf_counter()
+            models = analytics.models
+            timings["models"] = models.seconds
+            timings["checks"] = marks["models"] - t0 - models.seconds
             out["model_rows"] = dict(models.row_counts)
             slowest = sorted(models.timings.items(), key=lambda kv: -kv[1])[:3]
             out["slowest_models"] = [[name, seconds] for name, seconds in slowest]
@@ -128,11 +133,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             out["errors"]["models"] = f"{type(exc).__name__}: {exc}"[:300]
     if job.get("export") and "models" in timings:
         try:
-            from diligence.export import export_reports
-
             for fmt in ("parquet", "csv"):
                 t0 = time.perf_counter()
-                export_reports(warehouse, warehouse.parent / f"reports-{fmt}", fmt)  # type: ignore[arg-type]
+                export_step(owner, warehouse.parent / f"reports-{fmt}", [fmt])
                 timings[f"export_{fmt}"] = time.perf_counter() - t0
             marks["exported"] = time.perf_counter()
         except Exception as exc:  # noqa: BLE001
@@ -140,13 +143,13 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     sampler.__exit__(None, None, None)
     # phase windows: the fetch ends where dlt's run begins (run_sync times both)
     fetch_end = started + total - timings["dlt_run"]
-    phases = {"fetch (extraction held in memory)": sampler.peak(started, fetch_end)}
+    phases = {"fetch (the namespaces completed meanwhile loaded)": sampler.peak(started, fetch_end)}
     if dlt_windows:
         phases.update({name: sampler.peak_wall(a, b) for name, (a, b) in dlt_windows.items()})
     else:
         phases["dlt run"] = sampler.peak(fetch_end, marks["synced"])
     if "models" in marks:
-        phases["models"] = sampler.peak(marks["synced"], marks["models"])
+        phases["models, checks, analysts' copy"] = sampler.peak(marks["synced"], marks["models"])
     if "exported" in marks:
         phases["exports"] = sampler.peak(marks["models"], marks["exported"])
     out["rss_phases"] = phases

@@ -2,9 +2,10 @@
 
 Runs one job (``sync``, ``ceiling``, ``naive`` or ``rest_api``) and writes its
 result as JSON. The parent (:func:`benchmarks.harness.run_child`) reads the
-child's peak memory from ``os.wait4``. With a third argument the job runs under
-pyinstrument and the session is saved there; the job's modules are imported
-before the profiler starts, so module loading does not dilute the profile.
+child's peak memory from ``os.wait4``. The job's modules are imported before it
+starts (``PRELOAD``), so no contender's timings include loading its libraries, and
+a profile is not diluted by it. With a third argument the job runs under
+pyinstrument and the session is saved there.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: Imported before profiling a job of each kind.
+#: Imported before a job of each kind starts (its timings exclude them).
 PRELOAD = {
-    "sync": ["diligence.sync", "diligence.warehouse", "diligence.models", "diligence.export",
+    "sync": ["diligence.sync", "diligence.warehouse", "diligence.steps", "diligence.analytics",
+             "diligence.models", "diligence.export",
              "pipelines.company_connections", "dlt", "dlt.destinations", "duckdb", "pyarrow",
              "pyarrow.parquet", "benchmarks.ours"],
     "ceiling": ["httpx", "benchmarks.ceiling"],
@@ -53,8 +55,6 @@ def run_profiled(job: dict[str, Any], session_path: Path) -> dict[str, Any]:
     """Run `job` under pyinstrument (main thread, 1 ms samples); save the session."""
     from pyinstrument import Profiler
 
-    for module in PRELOAD.get(job["kind"], []):
-        importlib.import_module(module)
     profiler = Profiler(interval=0.001, async_mode="disabled")
     profiler.start()
     try:
@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     job_path, result_path = Path(args[0]), Path(args[1])
     job = json.loads(job_path.read_text())
+    for module in PRELOAD.get(job["kind"], []):
+        importlib.import_module(module)
     result = run_profiled(job, Path(args[2])) if len(args) > 2 else run_job(job)
     result_path.write_text(json.dumps(result, default=str))
 
