@@ -127,6 +127,9 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             timings["models"] = models.seconds
             timings["checks"] = marks["models"] - t0 - models.seconds
             out["model_rows"] = dict(models.row_counts)
+            if analytics.failed_checks:  # a benchmark of wrong data is no benchmark
+                out["errors"]["checks"] = "data checks failed: " + ", ".join(
+                    f"{c.name} ({c.failing_rows} rows)" for c in analytics.failed_checks)
             slowest = sorted(models.timings.items(), key=lambda kv: -kv[1])[:3]
             out["slowest_models"] = [[name, seconds] for name, seconds in slowest]
         except Exception as exc:  # noqa: BLE001 - reported in the table, not fatal

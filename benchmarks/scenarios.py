@@ -336,7 +336,7 @@ def throughput_bound(cfg: Config) -> Section:
         f"known in advance (a sync has to wait for parents before it knows its children).",
         tables=tables, goals=goals, raw={"ours": ours_runs, "ceiling": ceiling_runs})
     for name, error in errors.items():
-        section.notes.append(f"`{name}` could not run: {error}")
+        section.notes.append(f"`{name}`: {error}")
     section.notes.append(
         f"The ceiling itself is CPU-bound in the client: {num(m('cpu_ms', ceiling_runs))} ms of "
         f"client CPU per request against {num(m('sandbox_ms', ceiling_runs), 3)} ms in the "
