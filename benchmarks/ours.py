@@ -146,7 +146,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     sampler.__exit__(None, None, None)
     # phase windows: the fetch ends where dlt's run begins (run_sync times both)
     fetch_end = started + total - timings["dlt_run"]
-    phases = {"fetch (the namespaces completed meanwhile loaded)": sampler.peak(started, fetch_end)}
+    phases = {"fetch (earlier namespaces loaded meanwhile)": sampler.peak(started, fetch_end)}
     if dlt_windows:
         phases.update({name: sampler.peak_wall(a, b) for name, (a, b) in dlt_windows.items()})
     else:

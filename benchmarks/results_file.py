@@ -15,7 +15,7 @@ __all__ = ["write_part"]
 def write_part(out: Path, name: str, text: str, *, new_at_top: bool = False) -> None:
     """Write `text` as the part `name` of `out`, between ``<!-- name:start -->`` and
     ``<!-- name:end -->``. A file without that part gets it at the end (at the top with
-    `new_at_top`); a missing file is created with a title."""
+    `new_at_top`); a missing or empty file is created holding only the part."""
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     block = f"{start}\n{text.strip(chr(10))}\n{end}"
     current = out.read_text(encoding="utf-8") if out.exists() else ""
