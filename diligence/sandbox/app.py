@@ -184,6 +184,23 @@ class SandboxApp:
                 await respond(send, *error(429, "Too many requests",
                                            [(b"retry-after", str(wait).encode())]))
                 return
+        if faults.quota > 0:
+            wait = injector.over_quota()
+            if wait is not None:
+                self.stats.injected["over_quota"] += 1
+                self.stats.record(endpoint, 429)
+                await respond(send, *error(429, "Request quota exhausted",
+                                           [(b"retry-after", str(wait).encode())]))
+                return
+        if endpoint >= 3:
+            shed = injector.shed()
+            if shed is not None:
+                self.stats.injected["shed" if shed == 429 else "error"] += 1
+                self.stats.record(endpoint, shed)
+                after = str(faults.shed_retry_after if shed == 429 else 1).encode()
+                await respond(send, *error(shed, "Service busy, try again later",
+                                           [(b"retry-after", after)]))
+                return
         randomised = endpoint >= 3 or (endpoint > 0 and faults.auth_faults)
         if randomised and (faults.latency_ms or faults.jitter_ms or faults.slow_rate):
             pause = injector.delay()

@@ -7,7 +7,14 @@ takes effect at once. All switches are off by default.
 Which requests a fault touches:
 
 - ``rate_limit`` applies to every API request (endpoints 1-11 and unknown
-  ``/api/`` paths): one token bucket for all of them.
+  ``/api/`` paths): one token bucket for all of them. ``quota`` (N requests per
+  ``quota_window`` seconds, fixed windows) applies to the same requests; beyond it
+  429 with the seconds left in the window as ``Retry-After``.
+- Shedding (``shed_every``, ``shed_percent``) answers 429 with ``Retry-After:
+  shed_retry_after`` to a fixed share of requests to endpoints 3-11, however fast
+  or slow they come (a gateway or a shared backend shedding load);
+  ``error_every`` answers 503 (``Retry-After: 1``) to every Nth of them. Both
+  counters run over the same requests, shedding first.
 - Latency (``latency_ms``, ``jitter_ms``, ``slow_rate``/``slow_ms``) and the
   random failures (``error_rate``, ``malformed_rate``, ``reset_rate``) apply to
   endpoints 3-11, and to the two authentication endpoints (1, 2) only when
@@ -54,6 +61,14 @@ class Faults:
     rate_limit: float = _switch(
         0.0, "API requests per second (token bucket); beyond it 429 with Retry-After; 0 = off")
     rate_burst: int = _switch(0, "token bucket size; 0 = max(1, rate_limit)")
+    quota: int = _switch(0, "API requests allowed per quota window; beyond it 429; 0 = off")
+    quota_window: float = _switch(60.0, "length of a quota window (s)")
+    shed_every: int = _switch(
+        0, "answer 429 to every Nth request to endpoints 3-11, whatever the rate; 0 = off")
+    shed_percent: float = _switch(
+        0.0, "answer 429 to this percentage of requests to endpoints 3-11 (random, seeded)")
+    shed_retry_after: int = _switch(1, "Retry-After of a shed request (s)")
+    error_every: int = _switch(0, "answer 503 to every Nth request to endpoints 3-11; 0 = off")
     token_lifetime: int | None = _switch(
         None, "lifetime of newly issued tokens in seconds (default 7 days)")
     revoke_after_uses: int = _switch(
@@ -128,7 +143,12 @@ def _coerce(name: str, value: Any) -> Any:
         raise ValueError(f"{name} must be a non-negative number")
     if name in _RATES and value > 1:
         raise ValueError(f"{name} must be between 0 and 1")
-    if name in ("rate_burst", "revoke_after_uses"):
+    if name == "shed_percent" and value > 100:
+        raise ValueError("shed_percent must be between 0 and 100")
+    if name == "quota_window" and value <= 0:
+        raise ValueError("quota_window must be positive")
+    if name in ("rate_burst", "revoke_after_uses", "quota", "shed_every", "shed_retry_after",
+                "error_every"):
         return int(value)
     return float(value)
 
@@ -154,6 +174,9 @@ class FaultInjector:
         self._tokens = 0.0
         self._stamp = 0.0
         self._bucket_for: tuple[float, int] | None = None
+        self._window_start = float("-inf")
+        self._window_used = 0
+        self._counted = 0
 
     def throttle(self) -> int | None:
         """Take one token; None if granted, else the whole seconds to wait (>= 1)."""
@@ -171,6 +194,35 @@ class FaultInjector:
             self._tokens -= 1.0
             return None
         return max(1, math.ceil((1.0 - self._tokens) / rate))
+
+    def over_quota(self) -> int | None:
+        """Count one request against the fixed-window quota; None if within it, else
+        the whole seconds until the window ends (>= 1)."""
+        f = self.faults
+        if f.quota <= 0:
+            return None
+        now = time.monotonic()
+        if now - self._window_start >= f.quota_window:
+            self._window_start, self._window_used = now, 0
+        self._window_used += 1
+        if self._window_used <= f.quota:
+            return None
+        return max(1, math.ceil(self._window_start + f.quota_window - now))
+
+    def shed(self) -> int | None:
+        """Count one request to endpoints 3-11; the status to answer it with instead
+        (429 shed, 503 every Nth), or None."""
+        f = self.faults
+        if not (f.shed_every or f.shed_percent or f.error_every):
+            return None
+        self._counted += 1
+        if f.shed_every and self._counted % f.shed_every == 0:
+            return 429
+        if f.shed_percent and self.rng.random() * 100 < f.shed_percent:
+            return 429
+        if f.error_every and self._counted % f.error_every == 0:
+            return 503
+        return None
 
     def delay(self) -> float:
         """Seconds to wait before answering: latency, jitter and possibly a spike."""

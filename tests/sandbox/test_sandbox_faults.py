@@ -43,9 +43,42 @@ def _statuses(api: Api, ns: str, n: int) -> Counter[int]:
     return Counter(api.get("/api/companies/connections", ns=ns).status_code for _ in range(n))
 
 
+#: Switches that only parameterise another one (off while that one is off).
+_PARAMETERS = {"quota_window", "shed_retry_after"}
+
+
 def test_faults_default_off() -> None:
     faults = Faults()
-    assert all(not value for value in faults.to_dict().values())
+    assert all(not value for name, value in faults.to_dict().items() if name not in _PARAMETERS)
+
+
+def test_shedding_answers_a_fixed_share_whatever_the_pace(fapi: Api, fns: str) -> None:
+    fapi.server.faults.update({"shed_every": 11, "error_every": 7, "shed_retry_after": 2})
+    responses = [fapi.get("/api/companies/connections", ns=fns) for _ in range(77)]
+    codes = [r.status_code for r in responses]
+    shed = [i + 1 for i, code in enumerate(codes) if code == 429]
+    assert shed == list(range(11, 78, 11))
+    assert [i + 1 for i, code in enumerate(codes) if code == 503] == [7, 14, 21, 28, 35, 42, 49,
+                                                                      56, 63, 70]
+    assert {responses[i - 1].headers["retry-after"] for i in shed} == {"2"}
+    assert fapi.admin("stats").json()["injected"]["shed"] == 7
+
+
+def test_shed_percent_is_a_random_share(fapi: Api, fns: str) -> None:
+    fapi.server.faults.shed_percent = 20
+    share = _statuses(fapi, fns, 300)[429] / 300
+    assert 0.12 < share < 0.28
+
+
+def test_quota_refuses_beyond_n_per_window_until_it_ends(fapi: Api, fns: str) -> None:
+    fapi.server.faults.update({"quota": 5, "quota_window": 1.5})
+    first = [fapi.get("/api/companies/connections", ns=fns) for _ in range(8)]
+    assert [r.status_code for r in first] == [200] * 5 + [429] * 3
+    assert first[-1].headers["retry-after"] in {"1", "2"}
+    time.sleep(1.6)
+    assert fapi.get("/api/companies/connections", ns=fns).status_code == 200
+    with pytest.raises(ValueError, match="quota_window"):
+        fapi.server.faults.update({"quota_window": 0})
 
 
 def test_rate_limit_answers_429_with_retry_after(fapi: Api, fns: str) -> None:
