@@ -565,6 +565,20 @@ def sandbox(
     reset_rate: Annotated[float, typer.Option(help="Share of connections dropped mid-response.")] = 0.0,
     slow_rate: Annotated[float, typer.Option(help="Share of requests delayed by --slow-ms.")] = 0.0,
     slow_ms: Annotated[float, typer.Option(help="Delay of a latency spike (ms).")] = 0.0,
+    rate_burst: Annotated[int, typer.Option(help="Token bucket size (0: the rate).")] = 0,
+    quota: Annotated[int, typer.Option(help="Requests allowed per quota window; 0 = off.")] = 0,
+    quota_window: Annotated[float, typer.Option(help="Length of a quota window (s).")] = 60.0,
+    shed_every: Annotated[
+        int, typer.Option(help="Answer 429 to every Nth request, whatever the rate; 0 = off.")
+    ] = 0,
+    shed_percent: Annotated[
+        float, typer.Option(help="Answer 429 to this percentage of requests (random).")
+    ] = 0.0,
+    shed_retry_after: Annotated[int, typer.Option(help="Retry-After of a shed request (s).")] = 1,
+    error_every: Annotated[int, typer.Option(help="Answer 503 to every Nth request; 0 = off.")] = 0,
+    revoke_after_uses: Annotated[
+        int, typer.Option(help="Revoke every token after N uses (token storms); 0 = off.")
+    ] = 0,
 ) -> None:
     """Serve the built-in emulator of the service on 127.0.0.1 until Ctrl+C.
 
@@ -590,6 +604,14 @@ def sandbox(
                 "reset_rate": reset_rate,
                 "slow_rate": slow_rate,
                 "slow_ms": slow_ms,
+                "rate_burst": rate_burst,
+                "quota": quota,
+                "quota_window": quota_window,
+                "shed_every": shed_every,
+                "shed_percent": shed_percent,
+                "shed_retry_after": shed_retry_after,
+                "error_every": error_every,
+                "revoke_after_uses": revoke_after_uses,
             }
         )
     except ValueError as exc:

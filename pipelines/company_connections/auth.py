@@ -13,8 +13,14 @@ Rules (the service invalidates a token when it is renewed):
   so a 7-day token renews an hour before expiry and a 4-second token one second
   before, not constantly. The lifetime is ``exp - iat`` (or ``exp - now`` without
   ``iat``); a token without a readable ``exp`` is assumed to last 7 days.
+- The client reports every answer to a request sent with a token (`accepted`): a
+  401 on a token the service took before is a revocation, followed as far as
+  `relogin_budget` allows; a 401 on a token it never took, again and again, means
+  logging in does not help (the client gives up on that request).
 - `recover(rejected)` is called after a 401. If `rejected` is no longer current it
-  does nothing (the caller just retries with the current token). Otherwise it logs
+  does nothing (the caller just retries with the current token). Otherwise `get()`
+  stops handing `rejected` out (requests about to be sent wait for its successor,
+  so one revocation costs only the 401s of requests already in flight) and it logs
   in again when a password is available; in token-only mode it tries one renewal
   and, if that is rejected too, raises `AuthenticationError`.
 - Re-logins (or renewals in token-only mode) caused by 401s are bounded by
@@ -185,6 +191,9 @@ class TokenManager:
         self._started = False
         self._token: str | None = None
         self._known: set[str] = set()
+        self._current_accepted = False
+        self._rejected: str | None = None  # the current token, once a 401 answered it
+        self._accepted_before: set[str] = set()  # earlier tokens the service took
         self._expires_at = 0.0
         self._renew_at = 0.0
         self.relogin_budget = relogin_budget
@@ -220,6 +229,18 @@ class TokenManager:
         """Every token this manager has held (kept so that messages can redact them)."""
         return frozenset(self._known)
 
+    def accepted(self, token: str) -> None:
+        """The service answered a request sent with `token` (anything but 401)."""
+        if token == self._token:
+            self._current_accepted = True
+
+    def was_accepted(self, token: str) -> bool:
+        """Did the service ever take `token`? (Known for the current and earlier tokens:
+        a replaced token was taken unless it was replaced before its first answer.)"""
+        if token == self._token:
+            return self._current_accepted
+        return token in self._accepted_before
+
     def is_current(self, token: str) -> bool:
         """True if `token` is still the token requests are sent with."""
         return token == self._token
@@ -227,7 +248,7 @@ class TokenManager:
     async def get(self) -> str:
         """Return a usable token, logging in or renewing first (single-flight)."""
         token = self._token
-        if token is not None and self.clock() < self._renew_at:
+        if token is not None and token != self._rejected and self.clock() < self._renew_at:
             return token
         async with self._lock:
             if not self._started:
@@ -282,6 +303,7 @@ class TokenManager:
                     f"expected to be revoked that often",
                     method="GET", path=RENEW_TOKEN_PATH, status_code=401)
             self.recoveries += 1
+            self._rejected = rejected  # requests about to go out wait for its successor
             if self._login is not None:
                 logger.debug("token rejected with 401; logging in again")
                 self._set(await self._login(), "relogin")
@@ -364,7 +386,9 @@ class TokenManager:
         issued_at = info.issued_at if info.issued_at is not None and info.issued_at < expires_at else now
         lifetime = max(0.0, expires_at - min(issued_at, now))
         margin = min(self._renew_margin, RENEW_MARGIN_FRACTION * lifetime)
-        self._token = token
+        if self._token is not None and self._current_accepted:
+            self._accepted_before.add(self._token)
+        self._token, self._current_accepted = token, False
         self._known.add(token)
         self._expires_at = expires_at
         self._renew_at = expires_at - margin

@@ -8,14 +8,15 @@ aiohttp), with as many connections as `max_concurrency`; any
 the transport directly; downloads go through an `httpx.AsyncClient` on the same
 transport (they follow redirects). Every API request goes through one pipeline:
 
-1. a global `asyncio.Semaphore(max_concurrency)` is held for the attempt only,
-   never while waiting between retries (login and renewal requests bypass it, so
+1. one of `max_concurrency` slots (a `limits.PriorityGate`: the first namespace's
+   requests first) is held for the attempt only, never while waiting between retries (login and renewal requests bypass it, so
    requests holding a slot while they wait for a new token cannot starve them);
 2. the current token is taken from the `TokenManager` at send time, once the
    request holds its slot (login and renewal happen there, single-flight);
 3. the `AdaptiveThrottle` makes the request wait for any 429 cool-down and for the
    rate limit (an `aiolimiter.AsyncLimiter`), which starts at
-   `requests_per_second` (None: unlimited) and adapts to 429s;
+   `requests_per_second` (None: unlimited) and adapts to 429s, cut only when going
+   slower makes them stop (see `limits`);
 4. `request_timeout` bounds the whole attempt, from sending to the body's last
    byte; a body over `max_response_bytes` (announced or counted) is refused;
 5. a 401 is answered by retrying with the current token if the rejected one was
@@ -28,8 +29,8 @@ transport (they follow redirects). Every API request goes through one pipeline:
    `BadRequestError` at once (a 404 page in HTML raises `ResponseFormatError`
    "... answered text/html, not JSON: check base_url"); 408, 429, 5xx, timeouts,
    connection and protocol errors and malformed bodies are retried with
-   full-jitter exponential backoff (``Retry-After`` honoured on 429 and 503) up to
-   `max_attempts`, then raise `RequestFailedError` (`retries.RetryPolicy`: the first
+   full-jitter exponential backoff (``Retry-After`` honoured on 429 and 503; one
+   longer than `max_retry_after` fails the request at once) up to `max_attempts`, then raise `RequestFailedError` (`retries.RetryPolicy`: the first
    attempt runs bare, tenacity takes over after a retryable failure). A host name that does not
    resolve, an untrusted certificate, a body over the size cap and JSON nested
    deeper than ``MAX_JSON_DEPTH`` fail at once (`RequestFailedError` with one
@@ -80,7 +81,7 @@ from .errors import (
     ServiceError,
     redact,
 )
-from .limits import AdaptiveThrottle
+from .limits import AdaptiveThrottle, PriorityGate
 from .models import (
     Company,
     ConnectionDetail,
@@ -188,6 +189,7 @@ class ServiceClient:
         max_response_bytes: int = s.DEFAULT_MAX_RESPONSE_BYTES,
         max_download_bytes: int = s.DEFAULT_MAX_DOWNLOAD_BYTES,
         relogin_budget: int = s.DEFAULT_RELOGIN_BUDGET,
+        max_retry_after: float = s.DEFAULT_MAX_RETRY_AFTER,
     ) -> None:
         self._base = validate_base_url(base_url, allow_insecure_http)
         self._allow_insecure_http = allow_insecure_http
@@ -201,6 +203,8 @@ class ServiceClient:
             raise ConfigurationError("requests_per_second must be positive (or None)")
         if backoff_initial < 0 or backoff_max < backoff_initial:
             raise ConfigurationError("backoff needs 0 <= backoff_initial <= backoff_max")
+        if max_retry_after < 0:
+            raise ConfigurationError("max_retry_after must not be negative")
         if max_response_bytes < 1 or max_download_bytes < 1 or relogin_budget < 0:
             raise ConfigurationError("max_response_bytes and max_download_bytes must be positive, "
                                      "relogin_budget not negative")
@@ -215,13 +219,14 @@ class ServiceClient:
             pair = f"{email}:{password}".encode()
             self._basic = "Basic " + base64.b64encode(pair).decode("ascii")
         self._max_concurrency = max_concurrency
+        self._max_retry_after = max_retry_after
         self._timeout = request_timeout
         self._max_response_bytes, self._max_download_bytes = max_response_bytes, max_download_bytes
         self._transport = transport
         self._user_agent = user_agent
         self._headers = {"User-Agent": user_agent, s.ACCEPT_HEADER: "application/json"}
         self._extensions = {"timeout": httpx.Timeout(request_timeout).as_dict()}
-        self._semaphore = asyncio.Semaphore(max_concurrency)
+        self._slots = PriorityGate(max_concurrency)
         self._http: httpx.AsyncClient | None = None
         self._sender: httpx.AsyncBaseTransport | None = None
         self._gc_tuned = False
@@ -246,10 +251,13 @@ class ServiceClient:
 
     async def __aenter__(self) -> Self:
         """Open the connection pool; the start-up heap is frozen out of the GC's scans."""
-        limits = httpx.Limits(max_connections=self._max_concurrency,
-                              max_keepalive_connections=self._max_concurrency)
+        # One connection more than request slots: login and renewal bypass the slots
+        # (module docstring, step 1), and must not make a request that holds a slot and
+        # its token wait for a connection while that token is used up or revoked.
+        connections = self._max_concurrency + 1
+        limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         self._sender = self._transport or AiohttpTransport(
-            verify=self._verify, max_connections=self._max_concurrency, timeout=self._timeout)
+            verify=self._verify, max_connections=connections, timeout=self._timeout)
         self._http = httpx.AsyncClient(
             transport=self._sender,
             verify=self._verify,
@@ -406,7 +414,16 @@ class ServiceClient:
             headers[s.AUTHORIZATION_HEADER] = self._basic or ""
         elif auth == _GIVEN and token is not None:
             headers[s.AUTHORIZATION_HEADER] = f"Bearer {token}"
-        unauthorized = relogins = 0
+        # The slot is held across a 401 and its re-send: a request that met a revoked
+        # token goes out again among the first with the new one, not behind every other.
+        async with self._slots.slot() if auth == _BEARER else contextlib.nullcontext():
+            return await self._send_until_authorized(
+                method, url, path, namespace, auth, headers, attempt)
+
+    async def _send_until_authorized(self, method: str, url: httpx.URL, path: str,
+                                     namespace: str | None, auth: str, headers: dict[str, str],
+                                     attempt: int) -> httpx.Response:
+        unauthorized = never_accepted = 0
         while True:
             self.stats.count(namespace, "requests")
             response, sent_token = await self._send(method, url, path, headers, attempt,
@@ -415,17 +432,21 @@ class ServiceClient:
             if code == 429:
                 self.stats.count(namespace, "throttled")
             if code == 401 and auth == _BEARER and sent_token is not None:
+                # A token the service took before and now refuses was revoked (a token
+                # storm): follow it. One it never took means logging in does not help.
                 unauthorized += 1
-                if relogins >= s.MAX_RELOGINS_PER_REQUEST:
+                never_accepted += not self.tokens.was_accepted(sent_token)
+                if never_accepted > s.MAX_RELOGINS_PER_REQUEST:
                     raise self._error(AuthenticationError, response, method, path, namespace,
                                       f"still unauthorized (401) after logging in again "
-                                      f"{relogins} times")
+                                      f"{never_accepted - 1} times")
                 if unauthorized > s.MAX_UNAUTHORIZED_PER_REQUEST:
                     raise self._error(AuthenticationError, response, method, path, namespace,
                                       "the token kept being replaced while retrying")
-                if await self.tokens.recover(sent_token):
-                    relogins += 1
+                await self.tokens.recover(sent_token)
                 continue
+            if sent_token is not None:
+                self.tokens.accepted(sent_token)
             if auth != _BEARER and code in (401, 403):
                 what = "login" if auth == _BASIC else "token renewal"
                 raise self._error(AuthenticationError, response, method, path, namespace,
@@ -438,8 +459,9 @@ class ServiceClient:
                     attempt: int, *, bearer: bool) -> tuple[httpx.Response, str | None]:
         """Send one request and read its body; returns the response and its bearer token.
 
-        A bearer request takes its token only once it holds a concurrency slot and its
-        turn of the rate limit, right before it goes out: a token read earlier may
+        The caller holds the concurrency slot of a bearer request (`_attempt`). A bearer
+        request takes its token only once it has its turn of the rate limit, right
+        before it goes out: a token read earlier may
         have expired or been renewed while the request queued. Login and renewal
         requests (not `bearer`) don't queue for a slot, since queued requests may be
         waiting for exactly that renewal. `request_timeout` bounds the whole attempt,
@@ -449,28 +471,29 @@ class ServiceClient:
         if sender is None:
             raise ConfigurationError("use the client inside 'async with ServiceClient(...)'")
         sent_token: str | None = None
-        async with self._semaphore if bearer else contextlib.nullcontext():
-            await self.throttle.wait_turn()
-            if bearer:
-                sent_token = await self.tokens.get()
-                headers = {**headers, s.AUTHORIZATION_HEADER: f"Bearer {sent_token}"}
-            request = httpx.Request(method, url, headers={**self._headers, **headers},
-                                    extensions=self._extensions)
-            sent_at = self.throttle.now()
-            self.stats.requests_sent += 1
-            try:
-                async with asyncio.timeout(self._timeout):
-                    response = await sender.handle_async_request(request)
-                    response = await read_body(response, request, self._max_response_bytes)
-            except _TRANSPORT_ERRORS as exc:
-                self._transport_failed(method, path, attempt, exc, url)
-            except TimeoutError:
-                self._transport_failed(method, path, attempt, httpx.ReadTimeout(
-                    f"no complete answer within request_timeout ({self._timeout:g} s)"), url)
-            if response.status_code == 429:
-                self.throttle.record(429, sent_at, retry_after(response))
-            else:
-                self.throttle.record(response.status_code, sent_at, None)
+        await self.throttle.wait_turn()
+        if bearer:
+            sent_token = await self.tokens.get()
+            headers = {**headers, s.AUTHORIZATION_HEADER: f"Bearer {sent_token}"}
+        request = httpx.Request(method, url, headers={**self._headers, **headers},
+                                extensions=self._extensions)
+        sent_at = self.throttle.now()
+        self.stats.requests_sent += 1
+        try:
+            async with asyncio.timeout(self._timeout):
+                response = await sender.handle_async_request(request)
+                response = await read_body(response, request, self._max_response_bytes)
+        except _TRANSPORT_ERRORS as exc:
+            self._transport_failed(method, path, attempt, exc, url)
+        except TimeoutError:
+            self._transport_failed(method, path, attempt, httpx.ReadTimeout(
+                f"no complete answer within request_timeout ({self._timeout:g} s)"), url)
+        if response.status_code == 429:
+            wait = retry_after(response)
+            self.throttle.record(429, sent_at, None if wait is None
+                                 else min(wait, self._max_retry_after))
+        else:
+            self.throttle.record(response.status_code, sent_at, None)
         self._count_response(method, path, attempt, response.status_code, len(response.content))
         return response, sent_token
 
@@ -481,6 +504,10 @@ class ServiceClient:
             return
         if code in s.RETRYABLE_STATUS_CODES or code >= 500:
             wait = retry_after(response) if code in s.RETRY_AFTER_STATUS_CODES else None
+            if wait is not None and wait > self._max_retry_after:
+                raise Retryable(f"HTTP {code}", f"the service asked to wait {wait:.0f} s "
+                                f"(Retry-After), more than max_retry_after "
+                                f"({self._max_retry_after:g} s)", status_code=code, final=True)
             raise Retryable(f"HTTP {code}", redact(response_text(response), self._secrets()),
                             status_code=code, retry_after=wait)
         if code == 404 and is_html(response):

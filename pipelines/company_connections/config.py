@@ -24,8 +24,10 @@ from .settings import (
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_MAX_DOWNLOAD_BYTES,
     DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RETRY_AFTER,
     DEFAULT_RELOGIN_BUDGET,
     DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STALL_TIMEOUT,
     DEFAULT_TOKEN_FILE,
 )
 
@@ -64,6 +66,10 @@ class SourceSettings(BaseConfiguration):
     max_download_bytes: int = DEFAULT_MAX_DOWNLOAD_BYTES
     #: re-logins allowed in one run when the service keeps revoking tokens
     relogin_budget: int = DEFAULT_RELOGIN_BUDGET
+    #: a Retry-After longer than this (seconds) fails the namespace instead of waiting
+    max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
+    #: a namespace with no completed request for this long (seconds) fails
+    stall_timeout: float = DEFAULT_STALL_TIMEOUT
 
     def client(self) -> Any:
         """A :class:`~.client.ServiceClient` for one run with these settings."""
@@ -89,6 +95,7 @@ class SourceSettings(BaseConfiguration):
             max_response_bytes=self.max_response_bytes,
             max_download_bytes=self.max_download_bytes,
             relogin_budget=self.relogin_budget,
+            max_retry_after=self.max_retry_after,
         )
 
 

@@ -61,7 +61,7 @@ async def download_once(client: ServiceClient, url: httpx.URL, path: str, dest: 
     tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(6)}.part")
     cap = client._max_download_bytes
     try:
-        async with client._semaphore:
+        async with client._slots.slot():
             if limited:
                 await client.throttle.wait_turn()
             sent_at = client.throttle.now()
@@ -70,7 +70,9 @@ async def download_once(client: ServiceClient, url: httpx.URL, path: str, dest: 
                 async with client._http.stream("GET", url, headers={s.ACCEPT_HEADER: "*/*"},
                                                follow_redirects=True) as response:
                     if limited:
-                        client.throttle.record(response.status_code, sent_at, retry_after(response))
+                        wait = retry_after(response)
+                        client.throttle.record(response.status_code, sent_at, None if wait is None
+                                               else min(wait, client._max_retry_after))
                     if response.status_code >= 300:
                         await response.aread()
                         client._count_response("GET", path, attempt, response.status_code, 0)

@@ -16,7 +16,8 @@ admitted a window at a time (``OPEN_CONNECTIONS``, at least 4x the limit): a
 connection's requests exist as tasks only while it is read, so memory does not grow
 with the size of the account. Namespaces are read side by side through one client (one
 login, one token, one concurrency limit); request slots go to the first namespace
-first (:class:`PriorityGate`), so namespaces complete one after another. Rows are
+first (the client's slots are a :class:`~.limits.PriorityGate`, and each namespace's
+requests carry its :data:`~.limits.request_priority`), so namespaces complete one after another. Rows are
 staged as they arrive (see :mod:`.staging`): each namespace's tables go to Arrow
 batches and Parquet files, never to one big list.
 As soon as a namespace's last request has answered, its :class:`NamespaceSnapshot`
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import heapq
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -48,6 +48,7 @@ import orjson
 
 from .client import ServiceClient
 from .errors import AuthenticationError, DeniedError, NotFoundError, ServiceError
+from .limits import request_priority
 from .models import ConnectionDetail, ConnectionEntry, Role
 from .staging import NamespaceStage, StagedTable
 
@@ -140,44 +141,6 @@ class _RequestFailed(Exception):
         self.issue = issue
 
 
-class PriorityGate:
-    """A concurrency limit that serves waiting requests by priority, then first come.
-
-    Namespaces get their priority from their order: while the first one has requests to
-    make, it gets every free slot; the others fill the slots it leaves idle (while it
-    waits for a parent response). So namespaces complete one after another, and each
-    one's load overlaps with the fetch of those still running, instead of all of them
-    completing together at the end.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._free = max(1, limit)
-        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
-        self._seq = 0
-
-    async def acquire(self, priority: int) -> None:
-        if self._free > 0 and not self._waiters:
-            self._free -= 1
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._seq += 1
-        heapq.heappush(self._waiters, (priority, self._seq, future))
-        try:
-            await future
-        except asyncio.CancelledError:
-            if future.done() and not future.cancelled():
-                self.release()  # the slot was handed over just as we were cancelled
-            raise
-
-    def release(self) -> None:
-        while self._waiters:
-            _, _, future = heapq.heappop(self._waiters)
-            if not future.done():
-                future.set_result(None)
-                return
-        self._free += 1
-
-
 def content_hash(*parts: str | None) -> str:
     """A stable version hash of a row's identity and content (synced_at excluded)."""
     digest = hashlib.blake2b(digest_size=16)
@@ -204,13 +167,9 @@ class _NamespaceReader:
         synced_at: datetime,
         progress: ProgressListener | None,
         stage: NamespaceStage,
-        gate: PriorityGate | None = None,
-        priority: int = 0,
         open_connections: int = OPEN_CONNECTIONS,
     ) -> None:
         self.client = client
-        self.gate = gate
-        self.priority = priority
         self.open_connections = max(1, open_connections)
         self.role = role
         self.ns = role.company_id
@@ -229,13 +188,9 @@ class _NamespaceReader:
             self.progress.planned(self.ns, requests)
 
     async def _call(self, request: Callable[[], Awaitable[T]]) -> T:
-        if self.gate is not None:
-            await self.gate.acquire(self.priority)
         try:
             return await request()
         finally:
-            if self.gate is not None:
-                self.gate.release()
             self.snapshot.requests += 1
             if self.progress is not None:
                 self.progress.done(self.ns, 1, 0)
@@ -541,8 +496,8 @@ async def extract_namespaces(
     `known_namespaces` (those synced before) that user-info no longer lists are
     failures too: access was lost, and their data is kept, not retired.
 
-    With `concurrency` (the client's limit), requests wait for a slot by namespace
-    order (see :class:`PriorityGate`), so namespaces complete one after another.
+    Requests wait for a slot of the client by namespace order (see
+    :class:`~.limits.PriorityGate`), so namespaces complete one after another.
     `open_connections` (default :data:`OPEN_CONNECTIONS`, at least 4x `concurrency`)
     bounds the connections of a namespace being read at once. `on_all_read` is
     called once every namespace is read, just before the last result goes to
@@ -567,11 +522,11 @@ async def extract_namespaces(
     else:
         wanted = list(dict.fromkeys([*roles, *known_namespaces]))
 
-    gate = PriorityGate(concurrency) if concurrency else None
     priorities = {namespace: index for index, namespace in enumerate(wanted)}
 
     async def read_one(namespace: str) -> None:
         begun = _now()
+        request_priority.set(priorities[namespace])  # for every request of this task's tree
         role = roles.get(namespace)
         if role is None:
             if namespaces:
@@ -598,8 +553,6 @@ async def extract_namespaces(
             synced_at,
             progress,
             stage,
-            gate=gate,
-            priority=priorities[namespace],
             open_connections=open_connections or max(OPEN_CONNECTIONS, 4 * (concurrency or 0)),
         )
         try:

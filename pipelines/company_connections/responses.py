@@ -10,8 +10,8 @@
   link from the body (``{items|data|results, next|nextPage|links.next}``) or the
   ``Link: <url>; rel="next"`` header.
 * `parse_token`: the token of a login or renewal answer (JSON or plain text).
-* `retry_after`: seconds from ``Retry-After`` (seconds or HTTP-date), clamped to
-  ``MAX_RETRY_AFTER``.
+* `retry_after`: seconds from ``Retry-After`` (seconds or HTTP-date); the client
+  fails a request told to wait longer than its `max_retry_after`.
 * `response_text`, `is_html`: the start of a body for error messages, and whether
   an answer is an HTML page (a wrong `base_url` or a proxy's error page).
 """
@@ -73,7 +73,8 @@ def _too_large(status: int, size: int, cap: int) -> Retryable:
 
 
 def retry_after(response: httpx.Response) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (seconds or HTTP-date), clamped."""
+    """Seconds to wait from a ``Retry-After`` header (seconds or HTTP-date; a date in
+    the past is 0), or None without a readable one."""
     value = response.headers.get(s.RETRY_AFTER_HEADER)
     if not value:
         return None
@@ -87,7 +88,7 @@ def retry_after(response: httpx.Response) -> float | None:
         seconds = when.timestamp() - time.time()
     if math.isnan(seconds):
         return None
-    return min(max(seconds, 0.0), s.MAX_RETRY_AFTER)
+    return max(seconds, 0.0)
 
 
 def response_text(response: httpx.Response) -> str:

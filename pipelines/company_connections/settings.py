@@ -42,7 +42,12 @@ DEFAULT_MAX_ATTEMPTS = 6
 DEFAULT_BACKOFF_INITIAL = 0.25
 DEFAULT_BACKOFF_MAX = 30.0
 DEFAULT_COOLDOWN_WITHOUT_RETRY_AFTER = 1.0  # a 429 without Retry-After pauses everyone this long
-MAX_RETRY_AFTER = 300.0  # a longer Retry-After is clamped to this
+# A Retry-After longer than this (seconds) fails the request at once with one clear
+# line instead of waiting (setting `max_retry_after`).
+DEFAULT_MAX_RETRY_AFTER = 120.0
+# A namespace with no completed request for this long (seconds) fails, naming what it
+# waited for (setting `stall_timeout`).
+DEFAULT_STALL_TIMEOUT = 120.0
 RETRYABLE_STATUS_CODES = frozenset({408, 429, 500, 502, 503, 504})
 RETRY_AFTER_STATUS_CODES = frozenset({429, 503})
 
@@ -58,6 +63,14 @@ RATE_FORGET_CEILING_FACTOR = 1.1  # above ceiling x this without a 429, the ceil
 RATE_MIN_SAMPLE = 5  # accepted requests in the last second needed to estimate a rate
 RATE_MIN = 0.5  # requests per second; the adaptive rate never drops below this
 RATE_BURST_SECONDS = 0.05  # the limiter's bucket holds this many seconds' worth (at least 1)
+# Telling "we go too fast" from "the service sheds load" (see limits.AdaptiveThrottle).
+VERIFY_MIN_RESPONSES = 30  # responses to requests sent after a cut before judging it
+VERIFY_MIN_SECONDS = 1.0  # ... over at least this long after the gate reopened
+VERIFY_FALL = 0.5  # the cut helped if the 429 share fell below this fraction of before
+SHED_MAX_SHARE = 0.5  # a 429 share this high after a cut is a refusal, never "shedding"
+SHARE_WINDOW_SECONDS = 2.0  # the 429 share compared with the tolerated share
+SHARE_MARGIN = 0.02  # ... plus 3 standard errors and this margin
+TOLERANCE_MEMORY_SECONDS = 60.0  # a tolerated share is forgotten after this long without 429
 
 # Authentication.
 DEFAULT_RENEW_MARGIN_SECONDS = 3600.0
@@ -69,10 +82,11 @@ MAX_STALE_TOKEN_RETRIES = 3  # 401s answered by retrying with an already replace
 # token storm), answered by logging in again; this bounds the re-logins of one client
 # (one run). Exhausting it fails with AuthenticationError.
 DEFAULT_RELOGIN_BUDGET = 1000
-# One request gives up after logging in again this many times for its own 401s
-# (a service that rejects even fresh tokens for it), or after this many 401s in all.
+# One request gives up after this many 401s on tokens the service never took (a service
+# that rejects even fresh tokens for it), or after this many 401s in all (a loop guard:
+# in a token storm a request may meet several revocations in a row).
 MAX_RELOGINS_PER_REQUEST = 5
-MAX_UNAUTHORIZED_PER_REQUEST = 12
+MAX_UNAUTHORIZED_PER_REQUEST = 32
 DEFAULT_TOKEN_FILE = "data/.access_token"
 
 # Error messages are trimmed to this many characters of response text.

@@ -23,15 +23,23 @@ class _Clock:
         return self.t
 
 
+def _responses(throttle: AdaptiveThrottle, clock: _Clock, start: float, count: int,
+               spacing: float, *, every_429: int = 0, retry_after: float = 1.0) -> None:
+    """`count` responses to requests sent `spacing` apart from `start`; every
+    `every_429`-th of them a 429."""
+    for i in range(count):
+        clock.t = start + i * spacing
+        throttled = bool(every_429) and (i + 1) % every_429 == 0
+        throttle.record(429 if throttled else 200, clock.t, retry_after if throttled else None)
+
+
 async def test_throttle_slows_to_observed_rate_then_recovers() -> None:
     throttle = AdaptiveThrottle()
     clock = _Clock()
     throttle.now = clock  # type: ignore[method-assign]
     clock.t = 999.0
     await throttle.wait_turn()  # traffic started more than a second before the 429
-    for i in range(50):  # 50 accepted during the last second
-        clock.t = 1000.0 + i * 0.02
-        throttle.record(200, clock.t, None)
+    _responses(throttle, clock, 1000.0, 50, 0.02)  # 50 accepted during the last second
     clock.t = 1001.0
     throttle.record(429, 1000.99, 2.0)
     assert throttle.ceiling == 49.0  # the one at t=1000.0 is more than a second old
@@ -39,15 +47,55 @@ async def test_throttle_slows_to_observed_rate_then_recovers() -> None:
     throttle.record(429, 1000.995, 2.0)  # same burst: no second cut
     assert throttle.rate == pytest.approx(49 * 0.9)
     assert throttle._cooldown_until == pytest.approx(1003.0)
-    clock.t = 1004.0  # one clean second after the cool-down
+    # verified: at the lower rate (sent after the gate reopened) nothing is refused
+    _responses(throttle, clock, 1003.0, 45, 1 / 44)
+    assert throttle.rate == pytest.approx(49 * 0.9) and throttle.cuts_undone == 0
+    clock.t += 1.0  # one clean second after the verification
     throttle._grow()
     assert throttle.rate == pytest.approx(49 * 0.9 * 1.05)
-    clock.t = 1010.0
+    clock.t += 6
     throttle._grow()
     assert throttle.rate == pytest.approx(49 * 0.97)  # holds below the ceiling
-    clock.t = 1027.0  # 20 s at the hold level: probing starts gently
+    clock.t += 17  # 20 s at the hold level: probing starts gently
     throttle._grow()
     assert 49 * 0.97 < throttle.rate < 49
+
+
+async def test_a_steady_429_share_is_shedding_and_the_cut_is_undone() -> None:
+    throttle = AdaptiveThrottle()
+    clock = _Clock()
+    throttle.now = clock  # type: ignore[method-assign]
+    await throttle.wait_turn()
+    _responses(throttle, clock, 1000.0, 110, 0.01, every_429=11)  # 100 req/s, 1 in 11 refused
+    assert throttle.cuts == 1 and throttle.rate == pytest.approx(9.0)  # at the first 429
+    # after the gate: the same share at the lower rate, so slowing down did not help
+    _responses(throttle, clock, throttle._cooldown_until, 88, 1 / 80, every_429=11)
+    assert throttle.cuts_undone == 1
+    assert throttle.rate is None and throttle._limiter is None  # unlimited, as before
+    assert throttle.tolerated_share == pytest.approx(1 / 11, abs=0.01)
+    # from now on, 429s at that share neither cut the rate nor close the gate
+    gate = throttle._cooldown_until
+    _responses(throttle, clock, clock.t + 0.01, 550, 0.01, every_429=11)
+    assert throttle.cuts == 1 and throttle.rate is None and throttle._cooldown_until == gate
+    # a share clearly above it (a real limit on top) is a new cut
+    _responses(throttle, clock, clock.t + 0.01, 100, 0.01, every_429=2)
+    assert throttle.cuts == 2 and throttle.rate is not None
+
+
+async def test_a_limit_that_still_refuses_most_requests_is_cut_again() -> None:
+    throttle = AdaptiveThrottle()
+    clock = _Clock()
+    throttle.now = clock  # type: ignore[method-assign]
+    await throttle.wait_turn()
+    _responses(throttle, clock, 1000.0, 20, 0.01)
+    _responses(throttle, clock, 1000.2, 80, 0.01, every_429=3)  # then a third refused
+    first = throttle.rate
+    assert throttle.cuts == 1
+    # after the cut, a quota used up: everything refused, 5 s to the window's end
+    _responses(throttle, clock, throttle._cooldown_until, 40, 0.03, every_429=1, retry_after=5)
+    assert throttle.cuts == 2 and throttle.cuts_undone == 0
+    assert throttle.rate < first
+    assert throttle._cooldown_until > clock.t + 4  # the longest Retry-After seen
 
 
 async def test_throttle_ceiling_from_a_short_burst_is_only_tentative() -> None:
@@ -55,12 +103,11 @@ async def test_throttle_ceiling_from_a_short_burst_is_only_tentative() -> None:
     clock = _Clock()
     throttle.now = clock  # type: ignore[method-assign]
     await throttle.wait_turn()
-    for i in range(10):  # a 10-request burst within 50 ms, then a 429
-        clock.t = 1000.0 + i * 0.005
-        throttle.record(200, clock.t, None)
+    _responses(throttle, clock, 1000.0, 10, 0.005)  # a 10-request burst within 50 ms
     throttle.record(429, clock.t, 1.0)
     assert throttle.rate == pytest.approx(9.0)
-    clock.t += 1.0 + 8
+    _responses(throttle, clock, clock.t + 1.0, 30, 1 / 9)  # verified: no more 429s
+    clock.t += 8
     throttle._grow()  # no hold: growth doubles each clean second
     assert throttle.ceiling is None
     assert throttle.rate > 20
@@ -72,6 +119,7 @@ async def test_throttle_respects_configured_maximum() -> None:
     throttle.now = clock  # type: ignore[method-assign]
     throttle.record(429, clock.t, 0.0)  # too few samples: halve the configured rate
     assert throttle.rate == 5
+    _responses(throttle, clock, clock.t, 30, 0.1)  # verified
     clock.t += 100
     throttle._grow()
     assert throttle.rate == 10

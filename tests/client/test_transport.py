@@ -112,11 +112,11 @@ async def _fails_then_works(failure: Callable[[asyncio.StreamWriter], Awaitable[
     return client
 
 
-async def test_the_default_transport_is_aiohttp_with_the_concurrency_as_pool_size() -> None:
+async def test_the_default_transport_is_aiohttp_with_a_connection_per_slot_and_one_for_auth() -> None:
     async with _client("http://127.0.0.1:9", max_concurrency=7) as client:
         sender = client._sender
         assert isinstance(sender, AiohttpTransport)
-        assert sender._max_connections == 7
+        assert sender._max_connections == 7 + 1  # login and renewal bypass the slots
 
 
 async def _close_at_once(writer: asyncio.StreamWriter) -> None:

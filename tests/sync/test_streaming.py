@@ -212,7 +212,7 @@ def test_a_table_smaller_than_a_batch_never_touches_the_disk(tmp_path: Path) -> 
 
 
 def test_request_slots_go_to_the_first_namespace_first() -> None:
-    from pipelines.company_connections.extract import PriorityGate
+    from pipelines.company_connections.limits import PriorityGate
 
     async def scenario() -> list[int]:
         gate = PriorityGate(1)
