@@ -13,7 +13,9 @@ transport (they follow redirects). Every API request goes through one pipeline:
    requests holding a slot while they wait for a new token cannot starve them);
 2. the current token is taken from the `TokenManager` at send time, once the
    request holds its slot (login and renewal happen there, single-flight);
-3. the `AdaptiveThrottle` makes the request wait for any 429 cool-down and for the
+3. with a `budget` (a `limits.RequestBudget` shared by the processes of one account,
+   e.g. a Prefect global limit), each attempt also holds its share of it;
+   the `AdaptiveThrottle` makes the request wait for any 429 cool-down and for the
    rate limit (an `aiolimiter.AsyncLimiter`), which starts at
    `requests_per_second` (None: unlimited) and adapts to 429s, cut only when going
    slower makes them stop (see `limits`);
@@ -81,7 +83,7 @@ from .errors import (
     ServiceError,
     redact,
 )
-from .limits import AdaptiveThrottle, PriorityGate
+from .limits import AdaptiveThrottle, PriorityGate, RequestBudget
 from .models import (
     Company,
     ConnectionDetail,
@@ -190,6 +192,7 @@ class ServiceClient:
         max_download_bytes: int = s.DEFAULT_MAX_DOWNLOAD_BYTES,
         relogin_budget: int = s.DEFAULT_RELOGIN_BUDGET,
         max_retry_after: float = s.DEFAULT_MAX_RETRY_AFTER,
+        budget: RequestBudget | None = None,
     ) -> None:
         self._base = validate_base_url(base_url, allow_insecure_http)
         self._allow_insecure_http = allow_insecure_http
@@ -220,6 +223,7 @@ class ServiceClient:
             self._basic = "Basic " + base64.b64encode(pair).decode("ascii")
         self._max_concurrency = max_concurrency
         self._max_retry_after = max_retry_after
+        self._budget = budget
         self._timeout = request_timeout
         self._max_response_bytes, self._max_download_bytes = max_response_bytes, max_download_bytes
         self._transport = transport
@@ -472,22 +476,23 @@ class ServiceClient:
             raise ConfigurationError("use the client inside 'async with ServiceClient(...)'")
         sent_token: str | None = None
         await self.throttle.wait_turn()
-        if bearer:
-            sent_token = await self.tokens.get()
-            headers = {**headers, s.AUTHORIZATION_HEADER: f"Bearer {sent_token}"}
-        request = httpx.Request(method, url, headers={**self._headers, **headers},
-                                extensions=self._extensions)
-        sent_at = self.throttle.now()
-        self.stats.requests_sent += 1
-        try:
-            async with asyncio.timeout(self._timeout):
-                response = await sender.handle_async_request(request)
-                response = await read_body(response, request, self._max_response_bytes)
-        except _TRANSPORT_ERRORS as exc:
-            self._transport_failed(method, path, attempt, exc, url)
-        except TimeoutError:
-            self._transport_failed(method, path, attempt, httpx.ReadTimeout(
-                f"no complete answer within request_timeout ({self._timeout:g} s)"), url)
+        async with self._budget.request() if self._budget else contextlib.nullcontext():
+            if bearer:
+                sent_token = await self.tokens.get()
+                headers = {**headers, s.AUTHORIZATION_HEADER: f"Bearer {sent_token}"}
+            request = httpx.Request(method, url, headers={**self._headers, **headers},
+                                    extensions=self._extensions)
+            sent_at = self.throttle.now()
+            self.stats.requests_sent += 1
+            try:
+                async with asyncio.timeout(self._timeout):
+                    response = await sender.handle_async_request(request)
+                    response = await read_body(response, request, self._max_response_bytes)
+            except _TRANSPORT_ERRORS as exc:
+                self._transport_failed(method, path, attempt, exc, url)
+            except TimeoutError:
+                self._transport_failed(method, path, attempt, httpx.ReadTimeout(
+                    f"no complete answer within request_timeout ({self._timeout:g} s)"), url)
         if response.status_code == 429:
             wait = retry_after(response)
             self.throttle.record(429, sent_at, None if wait is None

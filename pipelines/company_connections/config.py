@@ -71,8 +71,10 @@ class SourceSettings(BaseConfiguration):
     #: a namespace with no completed request for this long (seconds) fails
     stall_timeout: float = DEFAULT_STALL_TIMEOUT
 
-    def client(self) -> Any:
-        """A :class:`~.client.ServiceClient` for one run with these settings."""
+    def client(self, budget: Any = None) -> Any:
+        """A :class:`~.client.ServiceClient` for one run with these settings; `budget`
+        (a :class:`~.limits.RequestBudget`) shares the account's requests with other
+        processes."""
         from .auth import FileTokenStore
         from .client import ServiceClient
 
@@ -96,6 +98,7 @@ class SourceSettings(BaseConfiguration):
             max_download_bytes=self.max_download_bytes,
             relogin_budget=self.relogin_budget,
             max_retry_after=self.max_retry_after,
+            budget=budget,
         )
 
 

@@ -45,14 +45,27 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Protocol
 
 from aiolimiter import AsyncLimiter
 
 from . import settings as s
 
-__all__ = ["AdaptiveThrottle", "PriorityGate", "request_priority"]
+__all__ = ["AdaptiveThrottle", "PriorityGate", "RequestBudget", "request_priority"]
 
 logger = logging.getLogger("diligence.client")
+
+
+class RequestBudget(Protocol):
+    """A budget of requests shared with other processes of the same account (e.g. a
+    Prefect global concurrency and rate limit). The client enters `request()` around
+    every attempt it sends, inside its own slot and after its own pacing: entering
+    waits for the request's share of the budget, leaving gives back what is held only
+    while the request is in flight."""
+
+    def request(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold one request's share of the budget while it is in flight."""
+        ...
 
 
 #: The priority of the current task's requests for a slot (lower first); a namespace's

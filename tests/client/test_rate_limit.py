@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 
 from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.limits import AdaptiveThrottle
 
+from .fakes import FakeService
 from .loopback import LoopbackServer, RateLimitedService
 
 pytestmark = pytest.mark.anyio
@@ -132,6 +136,35 @@ async def test_gate_holds_back_new_requests_until_retry_after() -> None:
     started = loop.time()
     await throttle.wait_turn()
     assert loop.time() - started >= 0.29
+
+
+class _CountingBudget:
+    """A RequestBudget that counts what it hands out and what is held at once."""
+
+    def __init__(self) -> None:
+        self.taken = self.held = self.most_held = 0
+
+    @contextlib.asynccontextmanager
+    async def request(self) -> AsyncIterator[None]:
+        self.taken += 1
+        self.held += 1
+        self.most_held = max(self.most_held, self.held)
+        try:
+            yield
+        finally:
+            self.held -= 1
+
+
+async def test_every_attempt_holds_a_share_of_the_shared_budget() -> None:
+    service = FakeService()
+    statuses = iter([503] + [200] * 40)
+    service.route("GET", "/api/companies/c-1",
+                  lambda request: httpx.Response(next(statuses), json={"id": "c-1"}))
+    budget = _CountingBudget()
+    async with service.client(budget=budget, max_concurrency=4) as client:
+        await asyncio.gather(*(client.company("ns", "c-1") for _ in range(20)))
+    assert budget.taken == 1 + 20 + 1  # the login, 20 requests and one retry
+    assert budget.held == 0 and 1 < budget.most_held <= 4 + 1
 
 
 @pytest.mark.slow
