@@ -58,6 +58,8 @@ class Responses:
     first = last = None
     def planned(self, namespace, requests):
         pass
+    def waiting(self, namespace, state):
+        pass
     def done(self, namespace, requests, rows):
         if requests:
             now = time.perf_counter()

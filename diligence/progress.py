@@ -38,6 +38,8 @@ class SyncProgress:
         self.live = enabled and self.console.is_terminal and sys.stderr.isatty()
         self.interval = interval
         self.counts: dict[str, _Counts] = defaultdict(_Counts)
+        #: namespace -> what its requests wait for, while none completes
+        self.waits: dict[str, str] = {}
         self._lock = threading.Lock()
         self._last_log: dict[str, float] = {}
         self._progress: Progress | None = None
@@ -50,7 +52,7 @@ class SyncProgress:
                 TextColumn("[bold]{task.fields[namespace]}"),
                 BarColumn(),
                 MofNCompleteColumn(),
-                TextColumn("requests · {task.fields[rows]} rows"),
+                TextColumn("requests · {task.fields[rows]} rows {task.fields[waiting]}"),
                 TimeElapsedColumn(),
                 console=self.console,
                 transient=False,
@@ -102,9 +104,16 @@ class SyncProgress:
 
     def done(self, namespace: str, requests: int, rows: int) -> None:
         with self._lock:
+            if requests:
+                self.waits.pop(namespace, None)
             counts = self.counts[namespace]
             counts.done += requests
             counts.rows += rows
+        self._render(namespace)
+
+    def waiting(self, namespace: str, state: str) -> None:
+        with self._lock:
+            self.waits[namespace] = state
         self._render(namespace)
 
     # -- rendering ---------------------------------------------------------------------
@@ -117,9 +126,12 @@ class SyncProgress:
             return
         task = self._tasks.get(namespace)
         if task is None:
-            task = self._progress.add_task("", total=counts.planned, namespace=namespace[:12], rows=0)
+            task = self._progress.add_task("", total=counts.planned, namespace=namespace[:12], rows=0,
+                                           waiting="")
             self._tasks[namespace] = task
-        self._progress.update(task, total=counts.planned, completed=counts.done, rows=counts.rows)
+        waiting = self.waits.get(namespace)
+        self._progress.update(task, total=counts.planned, completed=counts.done, rows=counts.rows,
+                              waiting=f"· {waiting}" if waiting else "")
 
     def _log(self, namespace: str, *, force: bool = False) -> None:
         now = time.monotonic()
@@ -127,10 +139,12 @@ class SyncProgress:
             return
         self._last_log[namespace] = now
         counts = self.counts[namespace]
+        waiting = self.waits.get(namespace)
         log.info(
-            "namespace %s: %d/%d requests, %d rows",
+            "namespace %s: %d/%d requests, %d rows%s",
             namespace,
             counts.done,
             counts.planned,
             counts.rows,
+            f"; waiting: {waiting}" if waiting else "",
         )

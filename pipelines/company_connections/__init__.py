@@ -265,6 +265,7 @@ def stream_namespaces(
         progress=progress,
         synced_at=synced_at or datetime.now(timezone.utc),
         known_namespaces=known_namespaces,
+        stall_timeout=settings.stall_timeout or None,
     )
     return NamespaceStream(fetch, on_stats)
 

@@ -241,6 +241,11 @@ class TokenManager:
             return self._current_accepted
         return token in self._accepted_before
 
+    @property
+    def renewing(self) -> bool:
+        """True while a login or renewal is under way."""
+        return self._lock.locked()
+
     def is_current(self, token: str) -> bool:
         """True if `token` is still the token requests are sent with."""
         return token == self._token

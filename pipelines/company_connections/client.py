@@ -61,6 +61,7 @@ import base64
 import contextlib
 import gc
 import logging
+import math
 import pathlib
 from collections import Counter
 from collections.abc import Callable
@@ -287,6 +288,21 @@ class ServiceClient:
             await self._http.aclose()
             self._http = None
             self._sender = None
+
+    def waiting_for(self) -> str:
+        """What the client waits for now, in a few words (progress and stall messages)."""
+        parts = []
+        gate = self.throttle.gate_wait()
+        if gate > 0:
+            parts.append(f"rate-limited, retrying in {math.ceil(gate)} s")
+        if self.tokens.renewing:
+            parts.append("renewing token")
+        if self.retries.waiting:
+            parts.append(f"{self.retries.waiting} request(s) waiting to retry "
+                         f"(last: {self.retries.last_reason})")
+        if self._slots.busy:
+            parts.append(f"{self._slots.busy} response(s) in flight")
+        return "; ".join(parts) or "nothing in flight"
 
     # Endpoints -------------------------------------------------------------------------
 

@@ -14,10 +14,12 @@ The tree::
         │                          connection errors, malformed bodies), or failed for good
         │                          at once (host name not resolving, certificate not
         │                          trusted, body over the size cap); carries `.attempts`
-        └── ResponseFormatError    a body that cannot be used: unparseable JSON, missing keys,
-                                   a pagination loop, JSON nested too deep, an HTML 404
-                                   page; the cause of a RequestFailedError when the last
-                                   attempt failed that way
+        ├── ResponseFormatError    a body that cannot be used: unparseable JSON, missing keys,
+        │                          a pagination loop, JSON nested too deep, an HTML 404
+        │                          page; the cause of a RequestFailedError when the last
+        │                          attempt failed that way
+        └── StalledError           no request completed for `stall_timeout` seconds; says
+                                   what the client was waiting for
 
 `DeniedError` and `NotFoundError` are the service's answer; every other
 `ServiceError` means "this could not be read" and must never be taken as absence.
@@ -37,6 +39,7 @@ from collections.abc import Iterable
 from .settings import MESSAGE_MAX_CHARS
 
 __all__ = [
+    "StalledError",
     "AuthenticationError",
     "BadRequestError",
     "ConfigurationError",
@@ -188,3 +191,14 @@ class RequestFailedError(ServiceError):
             where += f" [namespace {self.namespace}]"
         text = f"{where} failed after {self.attempts} attempt(s); last error: {self.last_error}"
         return f"{text}: {self.message}" if self.message else text
+
+
+class StalledError(ServiceError):
+    """No request completed for `stall_timeout` seconds (of a namespace, or of the run
+    before any namespace is read); the message says what the client waited for."""
+
+    def __init__(self, message: str, *, namespace: str | None = None) -> None:
+        super().__init__(message, method="", path="", namespace=namespace)
+
+    def _describe(self) -> str:
+        return f"namespace {self.namespace}: {self.message}" if self.namespace else self.message

@@ -47,7 +47,7 @@ from typing import Any, Protocol, TypeVar
 import orjson
 
 from .client import ServiceClient
-from .errors import AuthenticationError, DeniedError, NotFoundError, ServiceError
+from .errors import AuthenticationError, DeniedError, NotFoundError, ServiceError, StalledError
 from .limits import request_priority
 from .models import ConnectionDetail, ConnectionEntry, Role
 from .staging import NamespaceStage, StagedTable
@@ -57,6 +57,10 @@ T = TypeVar("T")
 #: Connections of one namespace read at once (at least 4x the concurrency limit): their
 #: requests wait for a slot, the others are not started yet.
 OPEN_CONNECTIONS = 64
+#: How often a namespace's watchdog looks, and after how many quiet seconds (no request
+#: completed) it reports what the client waits for.
+WATCH_INTERVAL = 1.0
+QUIET_SECONDS = 2.0
 
 # Names of the endpoints as they appear in `sync_issues.endpoint`.
 ENDPOINT_COMPANY = "company"
@@ -75,6 +79,10 @@ class ProgressListener(Protocol):
 
     def done(self, namespace: str, requests: int, rows: int) -> None:
         """`requests` requests of `namespace` finished, adding `rows` rows."""
+
+    def waiting(self, namespace: str, state: str) -> None:
+        """No request of `namespace` finished for a while; `state` says what the client
+        waits for (e.g. "rate-limited, retrying in 1 s", "renewing token")."""
 
 
 @dataclass(frozen=True)
@@ -168,8 +176,11 @@ class _NamespaceReader:
         progress: ProgressListener | None,
         stage: NamespaceStage,
         open_connections: int = OPEN_CONNECTIONS,
+        stall_timeout: float | None = None,
     ) -> None:
         self.client = client
+        self.stall_timeout = stall_timeout
+        self._last_done = asyncio.get_running_loop().time()
         self.open_connections = max(1, open_connections)
         self.role = role
         self.ns = role.company_id
@@ -191,6 +202,7 @@ class _NamespaceReader:
         try:
             return await request()
         finally:
+            self._last_done = asyncio.get_running_loop().time()
             self.snapshot.requests += 1
             if self.progress is not None:
                 self.progress.done(self.ns, 1, 0)
@@ -248,8 +260,34 @@ class _NamespaceReader:
         assert self._tasks is not None
         self._tasks.create_task(coro)  # type: ignore[arg-type]
 
+    async def _watch(self, work: asyncio.Task[NamespaceSnapshot]) -> None:
+        """While `work` runs: after ``QUIET_SECONDS`` without a completed request, tell
+        the progress listener what the client waits for; after `stall_timeout`, fail
+        the namespace (:class:`~.errors.StalledError`) saying so."""
+        loop = asyncio.get_running_loop()
+        while not work.done():
+            await asyncio.sleep(WATCH_INTERVAL)
+            quiet = loop.time() - self._last_done
+            if quiet < QUIET_SECONDS:
+                continue
+            state = self.client.waiting_for()
+            if self.stall_timeout is not None and quiet >= self.stall_timeout:
+                raise StalledError(
+                    f"no request completed for {quiet:.0f} s (stall_timeout "
+                    f"{self.stall_timeout:g} s); waiting for: {state}", namespace=self.ns)
+            if self.progress is not None:
+                self.progress.waiting(self.ns, state)
+
     # -- the fan-out --------------------------------------------------------------
     async def read(self) -> NamespaceSnapshot:
+        """Read the namespace, failing it if it stalls (see :meth:`_watch`)."""
+        async with asyncio.TaskGroup() as guard:
+            work = guard.create_task(self._read())
+            watch = guard.create_task(self._watch(work))
+            work.add_done_callback(lambda _: watch.cancel())
+        return work.result()
+
+    async def _read(self) -> NamespaceSnapshot:
         ns, snap = self.ns, self.snapshot
         self.stage.append(
             "user_roles",
@@ -483,6 +521,7 @@ async def extract_namespaces(
     known_namespaces: Sequence[str] = (),
     open_connections: int | None = None,
     on_all_read: Callable[[], None] | None = None,
+    stall_timeout: float | None = None,
 ) -> list[NamespaceResult]:
     """Read every requested namespace (default: every company of the user) side by side.
 
@@ -499,7 +538,10 @@ async def extract_namespaces(
     Requests wait for a slot of the client by namespace order (see
     :class:`~.limits.PriorityGate`), so namespaces complete one after another.
     `open_connections` (default :data:`OPEN_CONNECTIONS`, at least 4x `concurrency`)
-    bounds the connections of a namespace being read at once. `on_all_read` is
+    bounds the connections of a namespace being read at once. A namespace none of whose
+    requests completes for `stall_timeout` seconds fails (:class:`~.errors.StalledError`,
+    naming what the client waited for); so does the whole run if user-info does not
+    answer within it. `on_all_read` is
     called once every namespace is read, just before the last result goes to
     `on_complete`.
 
@@ -515,7 +557,14 @@ async def extract_namespaces(
             on_all_read()  # before the last result is handed on: its taker knows it is last
         on_complete(result)
 
-    user_info = await client.user_info()
+    asking = asyncio.ensure_future(client.user_info())
+    await asyncio.wait([asking], timeout=stall_timeout)
+    if not asking.done():
+        state = client.waiting_for()
+        asking.cancel()
+        raise StalledError(f"user-info did not answer within stall_timeout ({stall_timeout:g} s); "
+                           f"waiting for: {state}")
+    user_info = asking.result()
     roles = {role.company_id: role for role in user_info.roles}
     if namespaces:
         wanted = list(dict.fromkeys(namespaces))
@@ -554,6 +603,7 @@ async def extract_namespaces(
             progress,
             stage,
             open_connections=open_connections or max(OPEN_CONNECTIONS, 4 * (concurrency or 0)),
+            stall_timeout=stall_timeout,
         )
         try:
             snapshot = await reader.read()

@@ -10,17 +10,19 @@ A 429 means one of two things, and the cure differs:
 `AdaptiveThrottle` tells them apart by trying: **cut, then verify.**
 
 1. A 429 that is not explained by a known shedding share *cuts* the rate (once per
-   verification: a bounded decrease) to 0.9 x the requests the service accepted over
-   the last second, and closes the gate (nothing is sent) until its ``Retry-After``.
+   verification: a bounded decrease) to 0.9 x the rate the service accepted over the
+   last second (or since traffic started, at least ``RATE_MIN_WINDOW``), and closes the gate (nothing is sent) until its ``Retry-After``.
 2. It then *verifies*: it compares the 429 share of the requests sent before the cut
-   with the share of those sent after it (at least ``VERIFY_MIN_RESPONSES`` of them,
-   over at least ``VERIFY_MIN_SECONDS``).
+   with the share of those sent after it: at least ``VERIFY_MIN_RESPONSES`` of them
+   over at least ``VERIFY_MIN_SECONDS``, until ``VERIFY_EVIDENCE`` 429s came after
+   the cut or would have come at the share before it (``VERIFY_MAX_SECONDS`` at most).
 
    * The share fell by half or more: going faster caused the 429s. The cut stays,
      and the old rate is remembered as a ceiling (the rate grows back to 97 % of it,
      holds there for 20 s, then probes upwards, see `_grow`).
    * The share did not fall, and most requests still pass: the 429s do not depend
-     on our rate. The cut is undone (the rate, or no limit, as before) and that share
+     on our rate. Every cut is undone (back to `requests_per_second`, or no limit)
+     and that share
      becomes the *tolerated* share: from then on a 429 is only retried after its own
      ``Retry-After``; it neither cuts the rate nor stops other requests, unless the
      429 share over the last ``SHARE_WINDOW_SECONDS`` rises clearly above the
@@ -84,7 +86,7 @@ class PriorityGate:
     """
 
     def __init__(self, limit: int) -> None:
-        self._free = max(1, limit)
+        self._limit = self._free = max(1, limit)
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._seq = 0
 
@@ -110,6 +112,11 @@ class PriorityGate:
             yield
         finally:
             self.release()
+
+    @property
+    def busy(self) -> int:
+        """Slots held now."""
+        return self._limit - self._free
 
     def release(self) -> None:
         while self._waiters:
@@ -140,8 +147,6 @@ class _Verification:
 
     cut_at: float
     reopen_at: float
-    rate_before: float | None
-    ceiling_before: float | None
     before: int = 0
     before_429: int = 0
     after: int = 0
@@ -159,8 +164,15 @@ class _Verification:
                 self.longest_retry_after = max(self.longest_retry_after, retry_after or 0.0)
 
     def ready(self, now: float) -> bool:
-        return (self.after >= s.VERIFY_MIN_RESPONSES
-                and now - self.reopen_at >= s.VERIFY_MIN_SECONDS)
+        """Enough evidence: the 429s after the cut, or enough responses that the share
+        before it would have produced several (or the verification ran long enough)."""
+        if self.after_429 >= s.VERIFY_EVIDENCE and self.share_after >= s.SHED_MAX_SHARE:
+            return True  # still refused most of the time: no need to wait longer
+        if self.after < s.VERIFY_MIN_RESPONSES or now - self.reopen_at < s.VERIFY_MIN_SECONDS:
+            return False
+        return (self.after_429 >= s.VERIFY_EVIDENCE
+                or self.after * self.share_before >= s.VERIFY_EVIDENCE
+                or now - self.reopen_at >= s.VERIFY_MAX_SECONDS)
 
     @property
     def share_before(self) -> float:
@@ -268,8 +280,7 @@ class AdaptiveThrottle:
     def _cut(self, now: float, retry_after: float | None) -> None:
         pause = s.DEFAULT_COOLDOWN_WITHOUT_RETRY_AFTER if retry_after is None else retry_after
         self._cooldown_until = max(self._cooldown_until, now + pause)
-        before = _Verification(cut_at=now, reopen_at=self._cooldown_until,
-                               rate_before=self.rate, ceiling_before=self.ceiling)
+        before = _Verification(cut_at=now, reopen_at=self._cooldown_until)
         for _, throttled in self._recent:  # the share that led to the cut
             before.before += 1
             before.before_429 += throttled
@@ -278,10 +289,12 @@ class AdaptiveThrottle:
         self.cuts += 1
         observed = len(self._accepted)
         if observed >= s.RATE_MIN_SAMPLE:
-            self.ceiling = float(observed)
-            full_window = now - self._active_since >= 1.0
+            # accepted per second, over the last second or the time traffic has run
+            window = min(1.0, max(now - self._active_since, s.RATE_MIN_WINDOW))
+            self.ceiling = observed / window
+            full_window = window >= 1.0
             self._hold_for = s.RATE_PROBE_AFTER_SECONDS if full_window else s.RATE_TENTATIVE_HOLD
-            new_rate = observed * s.RATE_DECREASE_FACTOR
+            new_rate = self.ceiling * s.RATE_DECREASE_FACTOR
         elif self.rate:
             new_rate = self.rate * 0.5
         elif self._gate_failed_before:
@@ -306,8 +319,8 @@ class AdaptiveThrottle:
         elif after > before * s.VERIFY_FALL:
             self.cuts_undone += 1
             self.tolerated_share = max(self.tolerated_share, after)
-            self.ceiling = check.ceiling_before
-            self._restore(check.rate_before)
+            self.ceiling = None
+            self._restore(self.max_rate)  # undo every cut: none of them helped
             logger.info("the service refuses %.1f %% of requests (429) whatever our rate "
                         "(%.1f %% before slowing down): not slowing down for them",
                         100 * after, 100 * before)

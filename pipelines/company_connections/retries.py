@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import NoReturn, TypeVar
@@ -83,6 +84,9 @@ class RetryPolicy:
         self.wait = _AtLeastRetryAfter(backoff_initial, backoff_max)
         self.on_retry = on_retry
         self.secrets = secrets
+        #: requests now waiting before their next attempt, and why the last one waits
+        self.waiting = 0
+        self.last_reason: str | None = None
 
     async def run(self, method: str, path: str, namespace: str | None,
                   once: Callable[[int], Awaitable[T]]) -> T:
@@ -103,6 +107,7 @@ class RetryPolicy:
             wait=self.wait,
             retry=retry_if_exception(_is_retried),
             before_sleep=self._before_sleep,
+            sleep=self._sleep,
             reraise=True,
         )
         number = 1
@@ -117,9 +122,17 @@ class RetryPolicy:
             self._fail(exc, number, method, path, namespace)
         raise AssertionError("unreachable: tenacity returns or raises")  # pragma: no cover
 
+    async def _sleep(self, seconds: float) -> None:
+        self.waiting += 1
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self.waiting -= 1
+
     def _before_sleep(self, retry_state: RetryCallState) -> None:
         self.on_retry()
         failure = retry_state.outcome.exception() if retry_state.outcome else None
+        self.last_reason = getattr(failure, "last_error", None) or type(failure).__name__
         wait = retry_state.next_action.sleep if retry_state.next_action else 0.0
         logger.debug("retry %d/%d after %s in %.3fs", retry_state.attempt_number + 1,
                      self.max_attempts, getattr(failure, "last_error", failure), wait)

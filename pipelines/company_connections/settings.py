@@ -66,6 +66,9 @@ RATE_BURST_SECONDS = 0.05  # the limiter's bucket holds this many seconds' worth
 # Telling "we go too fast" from "the service sheds load" (see limits.AdaptiveThrottle).
 VERIFY_MIN_RESPONSES = 30  # responses to requests sent after a cut before judging it
 VERIFY_MIN_SECONDS = 1.0  # ... over at least this long after the gate reopened
+VERIFY_EVIDENCE = 3  # ... and until this many 429s came, or would have at the share before
+VERIFY_MAX_SECONDS = 5.0  # ... or this long
+RATE_MIN_WINDOW = 0.5  # seconds: the shortest traffic an accepted rate is estimated over
 VERIFY_FALL = 0.5  # the cut helped if the 429 share fell below this fraction of before
 SHED_MAX_SHARE = 0.5  # a 429 share this high after a cut is a refusal, never "shedding"
 SHARE_WINDOW_SECONDS = 2.0  # the 429 share compared with the tolerated share

@@ -259,6 +259,9 @@ class _Requests:
     def done(self, namespace: str, requests: int, rows: int) -> None:
         self.finished[namespace] = self.finished.get(namespace, 0) + requests
 
+    def waiting(self, namespace: str, state: str) -> None:
+        pass
+
 
 def test_namespaces_complete_one_after_another_under_a_shared_limit(
     sandbox: SandboxServer, tmp_path: Path
