@@ -1,4 +1,11 @@
-"""Request-rate control of the client: converge to what the service allows.
+"""Pacing of the client's requests: slots by priority, a shared budget, an adaptive rate.
+
+* `PriorityGate`: the client's `max_concurrency` slots, held per attempt and handed to
+  waiting requests by their task's `request_priority` (a namespace's order), so
+  namespaces complete one after another.
+* `RequestBudget`: what the client draws from when processes of one account share a
+  budget (the orchestrator provides it).
+* `AdaptiveThrottle`: the rate, which converges to what the service allows.
 
 A 429 means one of two things, and the cure differs:
 
