@@ -53,8 +53,9 @@ def _run(kind: str, base_url: str, root: Path, label: str) -> dict[str, Any]:
            "warehouse": str(root / f"{label}.duckdb"), "workers": 16}
     try:
         child = run_child(job, timeout=900, log_dir=WORK_DIR / "hostile")
-    except BenchError as exc:
-        return {"seconds": None, "error": str(exc).splitlines()[0][:160]}
+    except BenchError as exc:  # its last line is the error that ended the child
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        return {"seconds": None, "error": lines[-1][:160]}
     result = child.result
     return {"seconds": result["timings"]["sync"], "counts": result["counts"],
             "failed": result.get("failed") or []}

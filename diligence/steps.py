@@ -69,6 +69,7 @@ def sync_step(
     source_options: dict[str, Any] | None = None,
     on_namespace: Callable[[NamespaceOutcome], None] | None = None,
     resources: Sequence[str] | None = None,
+    budget: Callable[[Any], Any] | None = None,
 ) -> SyncResult:
     """Sync the namespaces into `raw` (see :func:`diligence.sync.run_sync`).
 
@@ -89,6 +90,7 @@ def sync_step(
             source_options=source_options,
             on_namespace=on_namespace,
             resources=tuple(resources) if resources else None,
+            budget=budget,
         )
     except SyncError as exc:
         if warehouse.path is not None:  # a lake keeps no file of failed attempts

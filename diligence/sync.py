@@ -272,11 +272,14 @@ def run_sync(
     source_options: dict[str, Any] | None = None,
     on_namespace: Callable[[NamespaceOutcome], None] | None = None,
     resources: tuple[str, ...] | None = None,
+    budget: Callable[[Any], Any] | None = None,
 ) -> SyncResult:
     """Sync every namespace (or `namespaces`) into the `raw` dataset of `warehouse`.
 
     `resources` limits the load to those data resources (e.g. ``("documents",)``);
-    the rows and history of the others are left untouched.
+    the rows and history of the others are left untouched. `budget`, given the resolved
+    source settings, returns the account's shared request budget (or None), e.g.
+    :func:`flows.budget.account_budget` under Prefect.
 
     Settings not given here come from dlt config (``.dlt/*.toml`` or env vars), resolved
     once. Each namespace is loaded the moment its fetch is complete, while the others
@@ -327,6 +330,7 @@ def run_sync(
                 progress=progress,
                 synced_at=synced_at,
                 on_stats=lambda client_stats: stats.update(client_stats.as_dict()),
+                budget=budget(settings) if budget is not None else None,
             ) as stream, contextlib.ExitStack() as loading:
                 opened = False
                 for result in stream:

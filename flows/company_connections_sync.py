@@ -42,6 +42,7 @@ from diligence.steps import analytics_step, export_step, report_step, sync_step
 from diligence.sync import NamespaceOutcome, synced_namespaces
 from diligence.warehouse import Warehouse
 
+from .budget import account_budget
 from .errors import NamespaceSyncError, RunFailedError
 from .notify import notify_changes
 from .report import expiring_documents, summary_markdown
@@ -153,6 +154,7 @@ def sync_namespaces(
         namespaces=namespaces,
         wait_seconds=LOCK_WAIT_SECONDS,
         source_options=credential_options(),
+        budget=account_budget,
         on_namespace=report,
     )
     outcomes = {o.namespace_company_id: o for o in result.namespaces}

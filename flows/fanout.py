@@ -34,6 +34,7 @@ from diligence.steps import analytics_step, export_step, report_step, sync_step
 from diligence.sync import NamespaceOutcome
 from diligence.warehouse import Warehouse
 
+from .budget import account_budget
 from .company_connections_sync import (
     LOCK_WAIT_SECONDS,
     check_export_formats,
@@ -77,6 +78,7 @@ def sync_one_namespace(
         namespaces=[namespace],
         wait_seconds=LOCK_WAIT_SECONDS,
         source_options=credential_options(),
+        budget=account_budget,
     )
     outcome = next(o for o in result.namespaces if o.namespace_company_id == namespace)
     if outcome.status != "success":

@@ -55,6 +55,7 @@ from .extract import (
     SyncIssue,
     extract_namespaces,
 )
+from .limits import RequestBudget
 from .schema import CURRENT_STATE, HISTORY, TABLE_COLUMNS, arrow_schema
 from .staging import StagedTable, read_batches, warm_up_conversions
 
@@ -120,8 +121,10 @@ _DONE = object()
 class _Fetch:
     """Runs :func:`extract_namespaces` on its own event loop thread; results go to a queue."""
 
-    def __init__(self, settings: SourceSettings, **options: Any) -> None:
+    def __init__(self, settings: SourceSettings, budget: RequestBudget | None,
+                 **options: Any) -> None:
         self.settings = settings
+        self.budget = budget
         self.options = options
         self.results: queue.Queue[Any] = queue.Queue()
         self.error: BaseException | None = None
@@ -139,7 +142,7 @@ class _Fetch:
         self._task = asyncio.current_task()
         if self._cancelled.is_set():
             return
-        async with self.settings.client() as client:
+        async with self.settings.client(budget=self.budget) as client:
             self.stats = client.stats
             await extract_namespaces(
                 client, on_complete=self.results.put, on_all_read=self.read_all.set, **self.options
@@ -242,6 +245,7 @@ def stream_namespaces(
     progress: ProgressListener | None = None,
     synced_at: datetime | None = None,
     on_stats: Callable[[Any], None] | None = None,
+    budget: RequestBudget | None = None,
 ) -> NamespaceStream:
     """Start reading the namespaces concurrently; iterate the stream to get each one's result.
 
@@ -253,11 +257,14 @@ def stream_namespaces(
     `known_namespaces`. If the caller stops early (an exception while loading), closing
     the stream cancels the fetch and its staged rows are deleted. `on_stats` receives
     the client's traffic counters (:class:`~.client.RequestStats`: requests, retries,
-    429s, per namespace too) when the stream is closed, however it ends.
+    429s, per namespace too) when the stream is closed, however it ends. `budget`
+    (a :class:`~.limits.RequestBudget`) shares the account's requests with other
+    processes.
     """
     staging_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     fetch = _Fetch(
         settings,
+        budget,
         namespaces=list(namespaces or settings.namespaces or []) or None,
         staging_dir=staging_dir,
         batch_size=settings.batch_size,
