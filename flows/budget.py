@@ -9,8 +9,8 @@ decaying at ``requests_per_second``. Together the runs stay under ``requests_per
 
 A run does not ask Prefect for every request: :class:`PrefectRequestBudget` leases a
 block of ``block`` slots at once (``rate_limit(name, occupy=block)``) and hands them out
-one per request; when half of a block is used, the next block is leased in the
-background, so requests rarely wait for Prefect's API. One Prefect call serves ``block``
+one per request; when half of a block is used, the next request leases the next block
+while the others go on with what is left, so requests rarely wait for Prefect's API. One Prefect call serves ``block``
 requests (``block`` = 0.2 s worth of ``requests_per_second``, at least 1).
 
 Without ``requests_per_second`` there is no rate to share and no budget is used.
@@ -69,9 +69,8 @@ class PrefectRequestBudget:
         #: Prefect calls made, and requests handed out
         self.leases = self.requests = 0
         self._left = 0
-        self._leasing: asyncio.Task[None] | None = None
+        self._leasing = False
         self._changed: asyncio.Condition | None = None
-        self._error: BaseException | None = None
 
     @contextlib.asynccontextmanager
     async def request(self) -> AsyncIterator[None]:
@@ -82,32 +81,30 @@ class PrefectRequestBudget:
     async def _take(self) -> None:
         if self._changed is None:
             self._changed = asyncio.Condition()
+        if self._left < self.block // 2 + 1 and not self._leasing:
+            await self._lease()  # ahead of need: the others go on with what is left
         if self._left == 0:
             async with self._changed:
-                self._lease_ahead()
-                await self._changed.wait_for(lambda: self._left > 0 or self._error is not None)
-            if self._left == 0 and self._error is not None:
-                raise self._error
+                await self._changed.wait_for(lambda: self._left > 0 or not self._leasing)
+            if self._left == 0:
+                await self._take()  # the lease being waited for failed or was spent
+                return
         self._left -= 1
         self.requests += 1
-        if self._left < self.block // 2:
-            self._lease_ahead()
-
-    def _lease_ahead(self) -> None:
-        if self._leasing is None or self._leasing.done():
-            self._leasing = asyncio.ensure_future(self._lease())
 
     async def _lease(self) -> None:
+        """Lease one block, in the requesting task itself (a lease awaited from a task of
+        its own takes Prefect's client about 20 times longer)."""
         assert self._changed is not None
+        self._leasing = True
         try:
             await rate_limit(self.name, occupy=self.block, strict=True)
             self.leases += 1
             self._left += self.block
-            self._error = None
-        except Exception as exc:  # noqa: BLE001 - handed to the requests waiting for it
-            self._error = exc
-        async with self._changed:
-            self._changed.notify_all()
+        finally:
+            self._leasing = False
+            async with self._changed:
+                self._changed.notify_all()
 
 
 def _capacity(rate: float, block: int) -> int:
