@@ -9,8 +9,9 @@ the transport directly; downloads go through an `httpx.AsyncClient` on the same
 transport (they follow redirects). Every API request goes through one pipeline:
 
 1. one of `max_concurrency` slots (a `limits.PriorityGate`: the first namespace's
-   requests first) is held for the attempt only, never while waiting between retries (login and renewal requests bypass it, so
-   requests holding a slot while they wait for a new token cannot starve them);
+   requests first) is held for the attempt only, never while waiting between retries
+   (login and renewal requests bypass it, so requests holding a slot while they wait
+   for a new token cannot starve them);
 2. the current token is taken from the `TokenManager` at send time, once the
    request holds its slot (login and renewal happen there, single-flight);
 3. with a `budget` (a `limits.RequestBudget` shared by the processes of one account,
@@ -32,8 +33,9 @@ transport (they follow redirects). Every API request goes through one pipeline:
    "... answered text/html, not JSON: check base_url"); 408, 429, 5xx, timeouts,
    connection and protocol errors and malformed bodies are retried with
    full-jitter exponential backoff (``Retry-After`` honoured on 429 and 503; one
-   longer than `max_retry_after` fails the request at once) up to `max_attempts`, then raise `RequestFailedError` (`retries.RetryPolicy`: the first
-   attempt runs bare, tenacity takes over after a retryable failure). A host name that does not
+   longer than `max_retry_after` fails the request at once) up to `max_attempts`,
+   then raise `RequestFailedError` (`retries.RetryPolicy`: the first attempt runs
+   bare, tenacity takes over after a retryable failure). A host name that does not
    resolve, an untrusted certificate, a body over the size cap and JSON nested
    deeper than ``MAX_JSON_DEPTH`` fail at once (`RequestFailedError` with one
    attempt, or `ResponseFormatError`), naming the URL or the cap.
@@ -480,9 +482,9 @@ class ServiceClient:
         """Send one request and read its body; returns the response and its bearer token.
 
         The caller holds the concurrency slot of a bearer request (`_attempt`). A bearer
-        request takes its token only once it has its turn of the rate limit, right
-        before it goes out: a token read earlier may
-        have expired or been renewed while the request queued. Login and renewal
+        request takes its token only once it has its turn of the rate limit and of the
+        shared budget, right before it goes out: a token read earlier may have expired
+        or been renewed while the request queued. Login and renewal
         requests (not `bearer`) don't queue for a slot, since queued requests may be
         waiting for exactly that renewal. `request_timeout` bounds the whole attempt,
         from sending to the last byte of the body.
