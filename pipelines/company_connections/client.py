@@ -24,9 +24,10 @@ transport (they follow redirects). Every API request goes through one pipeline:
    byte; a body over `max_response_bytes` (announced or counted) is refused;
 5. a 401 is answered by retrying with the current token if the rejected one was
    already replaced, else by a re-login (or renewal in token-only mode) and a
-   retry. A 401 on a token obtained after the request's previous 401 is a new
-   revocation (a token storm), answered the same way: re-logins are bounded by
-   `relogin_budget` per client and ``MAX_RELOGINS_PER_REQUEST`` per request, then
+   retry; the request keeps its slot meanwhile, so it goes out among the first with
+   the new token. A 401 on a token the service took before is a revocation (a token
+   storm), followed as far as `relogin_budget` per client allows; 401s on tokens it
+   never took end a request after ``MAX_RELOGINS_PER_REQUEST`` re-logins, then
    `AuthenticationError`. Bad credentials are only a login that fails;
 6. 403, 404, 400 and other 4xx raise `DeniedError`, `NotFoundError` and
    `BadRequestError` at once (a 404 page in HTML raises `ResponseFormatError`
