@@ -9,7 +9,8 @@
    `RequestFailedError` at once;
 3. otherwise a `tenacity.AsyncRetrying` takes over. Its first attempt replays the
    failure already seen (so its attempt numbers are the request's, and it does the
-   first wait too), then it sends up to ``max_attempts - 1`` more attempts. It
+   first wait too), then it sends more attempts until ``max_attempts`` of them failed
+   otherwise than by a 429, or ``THROTTLED_ATTEMPTS_FACTOR x max_attempts`` in all. It
    retries only a `Retryable` that is not `final`, and waits full-jitter
    exponential backoff (`wait_random_exponential`: uniform in 0 ..
    ``min(backoff_max, backoff_initial * 2 ** (n - 1))`` after attempt n), never
@@ -29,18 +30,17 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import NoReturn, TypeVar
 
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_random_exponential,
-)
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_random_exponential
 from tenacity.wait import wait_base
 
 from .errors import RequestFailedError
 
 __all__ = ["RetryPolicy", "Retryable"]
+
+#: A 429 asks to come back later; it is no failure of the request. So 429s do not use
+#: up `max_attempts`: a request gives up after `max_attempts` other failures, or after
+#: this many times `max_attempts` attempts in all (and `stall_timeout` bounds the time).
+THROTTLED_ATTEMPTS_FACTOR = 4
 
 logger = logging.getLogger("diligence.client")
 T = TypeVar("T")
@@ -102,8 +102,17 @@ class RetryPolicy:
 
     async def _retry(self, first: Retryable, method: str, path: str, namespace: str | None,
                      once: Callable[[int], Awaitable[T]]) -> T:
+        failed = 0  # attempts that failed otherwise than by a 429
+
+        def stop(state: RetryCallState) -> bool:
+            nonlocal failed
+            failure = state.outcome.exception() if state.outcome else None
+            failed += not (isinstance(failure, Retryable) and failure.status_code == 429)
+            return (failed >= self.max_attempts
+                    or state.attempt_number >= self.max_attempts * THROTTLED_ATTEMPTS_FACTOR)
+
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_attempts),
+            stop=stop,
             wait=self.wait,
             retry=retry_if_exception(_is_retried),
             before_sleep=self._before_sleep,

@@ -65,6 +65,25 @@ async def test_bounded_attempts_raise_request_failed_with_details() -> None:
                           "last error: HTTP 503: maintenance window")
 
 
+async def test_429s_do_not_use_up_the_attempts_of_other_failures() -> None:
+    service = FakeService()
+    throttled = httpx.Response(429, headers={"Retry-After": "0"})
+    service.route("GET", COMPANY, sequence(throttled, httpx.Response(503), throttled, throttled,
+                                           httpx.Response(503), throttled, OK))
+    async with service.client(max_attempts=3) as client:
+        company = await client.company(NS, "c-1")
+    assert company.name == "Acme" and len(service.calls(COMPANY)) == 7
+
+
+async def test_429s_alone_are_bounded_too() -> None:
+    service = FakeService()
+    service.route("GET", COMPANY, sequence(httpx.Response(429, headers={"Retry-After": "0"})))
+    async with service.client(max_attempts=2) as client:
+        with pytest.raises(RequestFailedError) as info:
+            await client.company(NS, "c-1")
+    assert info.value.attempts == 2 * 4 and info.value.status_code == 429
+
+
 async def test_exhausted_transport_errors_name_the_exception() -> None:
     service = FakeService()
     service.route("GET", COMPANY, sequence(httpx.ReadTimeout("timed out")))
