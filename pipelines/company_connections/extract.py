@@ -199,13 +199,23 @@ class _NamespaceReader:
             self.progress.planned(self.ns, requests)
 
     async def _call(self, request: Callable[[], Awaitable[T]]) -> T:
+        """Run one request; it counts as done when it answered or failed, not when it
+        was cancelled (progress then reports it as cancelled)."""
         try:
-            return await request()
-        finally:
-            self._last_done = asyncio.get_running_loop().time()
-            self.snapshot.requests += 1
-            if self.progress is not None:
-                self.progress.done(self.ns, 1, 0)
+            result = await request()
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            self._done()
+            raise
+        self._done()
+        return result
+
+    def _done(self) -> None:
+        self._last_done = asyncio.get_running_loop().time()
+        self.snapshot.requests += 1
+        if self.progress is not None:
+            self.progress.done(self.ns, 1, 0)
 
     def _rows_added(self, rows: int) -> None:
         if self.progress is not None and rows:
