@@ -18,6 +18,13 @@ Two measurements of issue 14, printed as Markdown tables and written as JSON to
    (DuckDB 2.0), runs alternating. Figures: the sync's wall and the model build's time
    as the CLI prints them.
 
+``--fixed-cost [--fixed-cost-before DIR]`` measures instead a namespace's fixed cost
+alone, written to ``benchmarks/.work/lake_fixed.json``: one namespace of the sandbox
+(no added latency unless given) is synced again and again into a lake that already
+holds every namespace, by this checkout and by ``DIR`` (a checkout of an earlier commit
+with its own venv), alternating, without and with the models. Fixed cost: the
+process's wall minus its fetch.
+
 Medians of ``--repeat`` runs. The machine may be shared: the JSON keeps every run.
 """
 
@@ -142,6 +149,57 @@ def file_run(python: str, cwd: Path, base: str, tmp: Path) -> dict[str, float]:
             "models": float(models.group(1)) if models else float("nan")}
 
 
+def fixed_cost_run(sides: dict[str, tuple[str, Path]], repeat: int, scale: str,
+                   latency_ms: float, root: Path) -> dict[str, Any]:
+    """One namespace's fixed cost per side (``--no-models`` and with the models), the
+    sides alternating run by run, into one lake that already holds every namespace."""
+    from tests.lake.postgres import new_cluster
+
+    results: dict[str, Any] = {"scale": scale, "latency_ms": latency_ms, "runs": {}}
+    sandbox, base = start_sandbox(sys.executable, scale, latency_ms, root / "sandbox.log")
+    cluster = new_cluster()
+    try:
+        cluster.start()
+        namespaces = httpx.get(f"{base}/_sandbox/truth", timeout=30).json()["namespaces"]
+        namespace = namespaces[0]
+        results["namespace"] = namespace
+        uri = "ducklake:postgres:" + cluster.create_database("fixed_cost")
+        lake = ["--warehouse", uri, "--data-path", str(root / "data"), "--base-url", base]
+        run_sync(sys.executable, ROOT, lake, root)  # every namespace in, the models built
+        for run in range(repeat):
+            for side, (python, cwd) in sides.items():
+                for models in (False, True):
+                    args = [*lake, "--namespace", namespace, *([] if models else ["--no-models"])]
+                    wall, out = run_sync(python, cwd, args, root)
+                    (_, _, _, fetch), = _OK.findall(out)
+                    key = f"{side}|{'models' if models else 'no-models'}"
+                    results["runs"].setdefault(key, []).append(
+                        {"wall": wall, "fetch": float(fetch), "fixed": wall - float(fetch)})
+                    (WORK / "lake_fixed.json").write_text(json.dumps(results, indent=2))
+                    print(f"{key} run {run + 1}: {wall - float(fetch):.2f}s", flush=True)
+    finally:
+        sandbox.terminate()
+        sandbox.wait(timeout=30)
+        cluster.stop()
+    return results
+
+
+def render_fixed_cost(results: dict[str, Any]) -> str:
+    med = statistics.median
+    lines = [f"| fixed cost of one namespace's run ({results['scale']}, "
+             f"{results['latency_ms']:.0f} ms) | --no-models (s) | with models (s) |",
+             "|---|---|---|"]
+    sides = dict.fromkeys(key.split("|")[0] for key in results["runs"])
+    for side in sides:
+        cells = []
+        for mode in ("no-models", "models"):
+            fixed = [r["fixed"] for r in results["runs"].get(f"{side}|{mode}", [])]
+            cells.append(f"{med(fixed):.2f} ({', '.join(f'{f:.2f}' for f in fixed)})"
+                         if fixed else "-")
+        lines.append(f"| {side} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.lake")
     parser.add_argument("--scale", default="medium")
@@ -150,13 +208,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=Path, default=None,
                         help="checkout of the commit before the pin, with its .venv")
     parser.add_argument("--skip-lake", action="store_true")
+    parser.add_argument("--fixed-cost", action="store_true",
+                        help="measure one namespace's fixed cost on the lake instead")
+    parser.add_argument("--fixed-cost-before", type=Path, default=None,
+                        help="with --fixed-cost: a checkout of an earlier commit, with its .venv")
     parser.add_argument("--render", action="store_true",
                         help="only print the tables of the last run's JSON")
     args = parser.parse_args(argv)
     if args.render:
-        print(render(json.loads((WORK / "lake.json").read_text())))
+        if args.fixed_cost:
+            print(render_fixed_cost(json.loads((WORK / "lake_fixed.json").read_text())))
+        else:
+            print(render(json.loads((WORK / "lake.json").read_text())))
         return 0
     WORK.mkdir(parents=True, exist_ok=True)
+    if args.fixed_cost:
+        sides = {"this checkout": (sys.executable, ROOT)}
+        if args.fixed_cost_before is not None:
+            before = args.fixed_cost_before
+            sides[f"before ({before.name})"] = (str(before / ".venv" / "bin" / "python"), before)
+        root = Path(tempfile.mkdtemp(prefix="diligence-bench-lake-fixed-"))
+        fixed = fixed_cost_run(sides, args.repeat, args.scale, args.latency_ms, root)
+        print(render_fixed_cost(fixed))
+        return 0
     results: dict[str, Any] = {"scale": args.scale, "latency_ms": args.latency_ms,
                                "lake": {}, "file": {}}
     from tests.lake.postgres import new_cluster

@@ -149,27 +149,41 @@ def connect(
     return con
 
 
-def initialise(location: WarehouseLocation, schemas: tuple[str, ...] = (RAW_DATASET,)) -> None:
+def initialise(
+    location: WarehouseLocation,
+    schemas: tuple[str, ...] = (RAW_DATASET,),
+    *,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> None:
     """Create the lake's catalog (on first use) and `schemas`, as one process, before
     concurrent writers start: two writers initialising an empty catalog at once collide
-    in PostgreSQL. Idempotent. A DuckDB file needs nothing."""
+    in PostgreSQL. Idempotent. A DuckDB file needs nothing.
+
+    With `con` (a writable :func:`connect` of `location`, already checked with
+    :func:`check_location`; the caller keeps it) the schemas are made through it, so the
+    caller's step attaches the lake once; without, a connection of its own is opened
+    and closed."""
     if not location.is_lake:
         return
-    check_location(location)
     for schema in schemas:
         _require_identifier(schema)
-    con = connect(location)
+    own = con is None
+    if own:
+        check_location(location)
+        con = connect(location)
     try:
         for schema in schemas:
             con.execute(f"create schema if not exists {schema}")
     finally:
-        con.close()
+        if own:
+            con.close()
 
 
 def initialise_retrying(
     location: WarehouseLocation,
     schemas: tuple[str, ...] = (RAW_DATASET,),
     *,
+    con: duckdb.DuckDBPyConnection | None = None,
     attempts: int = 6,
     backoff_seconds: float = 0.3,
 ) -> None:
@@ -183,11 +197,28 @@ def initialise_retrying(
         reraise=True,
     )
     try:
-        retrying(initialise, location, schemas)
+        retrying(initialise, location, schemas, con=con)
     except duckdb.Error as exc:
         raise WarehouseLocationError(
             f"cannot initialise the DuckLake {location.display()}: {_first_line(exc)}"
         ) from None
+
+
+def connect_retrying(
+    location: WarehouseLocation,
+    *,
+    attempts: int = 6,
+    backoff_seconds: float = 0.3,
+) -> duckdb.DuckDBPyConnection:
+    """A writable :func:`connect`, retried when another process attaches the same empty
+    catalog at the same moment (the first ATTACH of a catalog creates its metadata
+    tables; one of two racing processes then finds a duplicate key or a conflict)."""
+    return Retrying(
+        stop=stop_after_attempt(attempts),
+        wait=wait_random_exponential(multiplier=backoff_seconds, max=5),
+        retry=retry_if_exception(_racing_initialise),
+        reraise=True,
+    )(connect, location)
 
 
 def _racing_initialise(exc: BaseException) -> bool:
@@ -241,8 +272,7 @@ def lake_pipeline_parts(
     )
     # The ducklake attach autoloads the extensions from DuckDB's extension directory:
     # install them there from the wheels once per process.
-    with duckdb.connect() as probe:
-        _load_extensions(probe)
+    install_extensions()
     destination = dlt.destinations.ducklake(
         credentials=credentials, staging_dataset_name_layout=layout
     )
@@ -361,6 +391,16 @@ def _attach_sql(
     )
 
 
+def install_extensions() -> None:
+    """Install the lake's extensions from their wheels into DuckDB's extension directory,
+    once per process (a no-op once any connection of this module has done it)."""
+    with _install_lock:
+        if all(name in _installed for name in EXTENSIONS):
+            return
+    with duckdb.connect() as probe:
+        _load_extensions(probe)
+
+
 def _load_extensions(con: duckdb.DuckDBPyConnection) -> None:
     """Install the lake's extensions from their wheels (once per process) and load them."""
     with _install_lock:
@@ -424,8 +464,10 @@ __all__ = [
     "check_data_path",
     "check_location",
     "connect",
+    "connect_retrying",
     "initialise",
     "initialise_retrying",
+    "install_extensions",
     "is_commit_conflict",
     "lake_pipeline_parts",
     "load_retrying",

@@ -347,16 +347,21 @@ class Warehouse:
         A file: hold the writer lock and make sure no other process has it open (a file
         written by a newer DuckDB stops here with the command that converts it). A lake:
         check the catalog and data path once and create the `raw` schema, so concurrent
-        writers never initialise an empty catalog at the same time. Re-entrant: a step
-        run inside another step's `writing` reuses the lock.
+        writers never initialise an empty catalog at the same time, then keep the lake
+        attached (one :meth:`session`) for the whole step: what the step reads or builds
+        through :meth:`session` reuses that one ATTACH. Re-entrant: a step run inside
+        another step's `writing` reuses the lock (and the lake's session).
         """
         if self.path is None:
-            if not self._checked:
-                from .lake import initialise_retrying
+            from .lake import check_location, initialise_retrying
 
-                initialise_retrying(self.location)
-                self._checked = True
-            yield self
+            if not self._checked:
+                check_location(self.location)  # before the ATTACH: its errors are clearer
+            with self.session(memory_limit=None) as con:
+                if not self._checked:
+                    initialise_retrying(self.location, con=con)
+                    self._checked = True
+                yield self
             return
         from .migrate import require_readable
 
@@ -529,9 +534,11 @@ class Warehouse:
     def connect(self, *, read_only: bool = False) -> Any:
         """A new DuckDB connection to the warehouse (the caller closes it)."""
         if self.path is None:
-            from .lake import connect
+            from .lake import connect, connect_retrying
 
-            return connect(self.location, read_only=read_only)
+            if read_only:
+                return connect(self.location, read_only=True)
+            return connect_retrying(self.location)
         import duckdb
 
         from .migrate import require_readable
