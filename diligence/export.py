@@ -83,7 +83,9 @@ def export_reports(
     if not Path(warehouse).is_file():
         raise ExportError(f"warehouse {warehouse} does not exist")
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        return _export_all(con, Path(out_dir), fmt, f"diligence models --warehouse {warehouse}", csv_raw)
+        return _export_all(
+            con, Path(out_dir), fmt, f"diligence models --warehouse {warehouse}", csv_raw
+        )
 
 
 def _export_all(
@@ -121,7 +123,9 @@ def _export_one(
         "where table_schema = 'analytics' and table_name = ? order by ordinal_position",
         [report],
     ).fetchall()
-    select_list = ", ".join(_select_expression(name, data_type, fmt, csv_raw) for name, data_type in columns)
+    select_list = ", ".join(
+        _select_expression(name, data_type, fmt, csv_raw) for name, data_type in columns
+    )
     query = f"select {select_list} from analytics.{report} order by {', '.join(order_by)}"
     options = (
         "format csv, header true, delimiter ','"
