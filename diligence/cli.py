@@ -151,6 +151,7 @@ def handle_errors(func: F) -> F:
         from rich.markup import escape
 
         from .logs import configure_logging, mask_secrets
+        from .safe_text import terminal_text
 
         _state["secrets"] = _secrets()
         configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
@@ -158,7 +159,7 @@ def handle_errors(func: F) -> F:
         def error_line(text: str) -> None:
             # one line whatever its length; [..] in it is text, not markup
             line = " ".join(mask_secrets(text, _state["secrets"]).split())
-            err.print(f"[red]error:[/red] {escape(line)}", highlight=False)
+            err.print(f"[red]error:[/red] {escape(terminal_text(line))}", highlight=False)
 
         try:
             return func(*args, **kwargs)

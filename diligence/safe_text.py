@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["markdown_text", "terminal_text"]
+from rich.markup import escape
+
+__all__ = ["console_text", "markdown_text", "terminal_text"]
 
 # C0 controls except none, DEL, and the C1 range (includes CSI U+009B)
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
@@ -24,6 +26,12 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]!|<>~])")
 def terminal_text(text: object) -> str:
     """`text` with every control character shown as `\\xNN` (newline and tab too)."""
     return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def console_text(text: object) -> str:
+    """`text` for a rich console: controls escaped, and `[..]` is text, never markup
+    (so no terminal hyperlink or style can be injected)."""
+    return escape(terminal_text(text))
 
 
 def markdown_text(text: object) -> str:
