@@ -151,6 +151,7 @@ def handle_errors(func: F) -> F:
         from rich.markup import escape
 
         from .logs import configure_logging, mask_secrets
+        from .safe_text import terminal_text
 
         _state["secrets"] = _secrets()
         configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
@@ -158,7 +159,7 @@ def handle_errors(func: F) -> F:
         def error_line(text: str) -> None:
             # one line whatever its length; [..] in it is text, not markup
             line = " ".join(mask_secrets(text, _state["secrets"]).split())
-            err.print(f"[red]error:[/red] {escape(line)}", highlight=False)
+            err.print(f"[red]error:[/red] {escape(terminal_text(line))}", highlight=False)
 
         try:
             return func(*args, **kwargs)
@@ -515,16 +516,25 @@ def export(
     ),
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
+    csv_raw: Annotated[
+        bool,
+        typer.Option(
+            "--csv-raw",
+            help="Write CSV text as received, without the quote before a leading =, +, -, @, "
+            "tab or CR (for machine consumers; also [export] csv_raw in config).",
+        ),
+    ] = False,
 ) -> None:
     """Write answers, document_expiry, questionnaire_completeness, connections and
-    answers_wide as <report>.<csv|parquet>."""
+    answers_wide as <report>.<csv|parquet>. CSV text cells that begin with =, +, -, @,
+    a tab or CR get a leading ' so that spreadsheets do not run them as formulas."""
     from .steps import export_step
 
     if format not in ("csv", "parquet"):
         raise CommandError(f"--format must be csv or parquet, not {format!r}", EXIT_USAGE)
     owner = _warehouse(warehouse, data_path)
     _require_data(owner)
-    files = export_step(owner, out_dir, [format])
+    files = export_step(owner, out_dir, [format], csv_raw=csv_raw)
     if _quiet():
         out.print(f"exported {len(files)} reports ({format}) into {out_dir}", highlight=False)
         return

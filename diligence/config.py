@@ -42,6 +42,7 @@ __all__ = [
     "EXPORT_FORMATS",
     "FILE_MODES",
     "configured_expiring_within_days",
+    "csv_raw",
     "configured_namespaces",
     "expiring_within_days",
     "file_mode",
@@ -82,6 +83,12 @@ def expiring_within_days(value: int | None = None) -> int:
         return int(value)
     configured = configured_expiring_within_days()
     return DEFAULT_EXPIRING_WITHIN_DAYS if configured is None else configured
+
+
+def csv_raw(value: bool = False) -> bool:
+    """Whether CSV exports skip the formula guard: `value` (`--csv-raw`), else
+    `export.csv_raw` from config, else False (the guard is on)."""
+    return bool(value) or bool(_configured("export.csv_raw", bool))
 
 
 def configured_namespaces() -> list[str]:

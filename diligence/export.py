@@ -8,6 +8,14 @@ CSV: UTF-8, comma-separated, one header row, timestamps in UTC. List columns
 (`selected_option_ids`, `given_company_type_ids`, ...) are written as JSON arrays
 (`["A; B","C"]`), so a value that itself contains the separator stays one value; an
 empty list is `[]` and NULL an empty cell. Parquet keeps list columns as lists.
+
+CSV formula guard: the text in these files is written by counterparties, and a
+spreadsheet runs a cell that begins with `=`, `+`, `-`, `@`, a tab or a carriage
+return as a formula (CSV injection). Unless `csv_raw` is set, such a text cell is
+written with a leading `'`, which spreadsheets show as text. Only text columns are
+touched, in SQL inside the `COPY`: numbers, dates and booleans stay as they are, and a
+list column's cell begins with `[`, so it is never a trigger. Parquet keeps every
+value exactly as received.
 """
 
 from __future__ import annotations
@@ -23,6 +31,9 @@ import duckdb
 from .filemodes import make_dirs, protect
 
 Format = Literal["csv", "parquet"]
+
+#: Characters that make a spreadsheet read a cell as a formula (OWASP CSV injection).
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
 # report -> columns to sort by, so that files are reproducible
 REPORTS: dict[str, tuple[str, ...]] = {
@@ -53,24 +64,36 @@ class ExportedFile:
 
 
 def export_reports(
-    warehouse: Path | duckdb.DuckDBPyConnection, out_dir: Path, fmt: Format, *, label: str | None = None
+    warehouse: Path | duckdb.DuckDBPyConnection,
+    out_dir: Path,
+    fmt: Format,
+    *,
+    label: str | None = None,
+    csv_raw: bool = False,
 ) -> list[ExportedFile]:
     """Write every report to `out_dir/<report>.<fmt>`; return the files written.
     `warehouse` is a DuckDB file, or an open connection (e.g. to a lake) the caller closes;
-    `label` names that connection's warehouse in errors."""
+    `label` names that connection's warehouse in errors. `csv_raw` writes CSV text cells
+    without the formula guard (for machine consumers)."""
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"unknown export format {fmt!r}; expected 'csv' or 'parquet'")
     if isinstance(warehouse, duckdb.DuckDBPyConnection):
         command = f"diligence models --warehouse {label}" if label else "diligence models"
-        return _export_all(warehouse, Path(out_dir), fmt, command)
+        return _export_all(warehouse, Path(out_dir), fmt, command, csv_raw)
     if not Path(warehouse).is_file():
         raise ExportError(f"warehouse {warehouse} does not exist")
     with duckdb.connect(str(warehouse), read_only=True) as con:
-        return _export_all(con, Path(out_dir), fmt, f"diligence models --warehouse {warehouse}")
+        return _export_all(
+            con, Path(out_dir), fmt, f"diligence models --warehouse {warehouse}", csv_raw
+        )
 
 
 def _export_all(
-    con: duckdb.DuckDBPyConnection, out_dir: Path, fmt: Format, models_command: str = "diligence models"
+    con: duckdb.DuckDBPyConnection,
+    out_dir: Path,
+    fmt: Format,
+    models_command: str = "diligence models",
+    csv_raw: bool = False,
 ) -> list[ExportedFile]:
     out_dir = make_dirs(Path(out_dir))
     exported: list[ExportedFile] = []
@@ -82,7 +105,7 @@ def _export_all(
         )
     for report, order_by in REPORTS.items():
         path = out_dir / f"{report}.{fmt}"
-        rows = _export_one(con, report, order_by, path, fmt)
+        rows = _export_one(con, report, order_by, path, fmt, csv_raw)
         exported.append(ExportedFile(report=report, path=path, rows=rows))
     return exported
 
@@ -93,13 +116,16 @@ def _export_one(
     order_by: tuple[str, ...],
     path: Path,
     fmt: Format,
+    csv_raw: bool = False,
 ) -> int:
     columns = con.execute(
         "select column_name, data_type from information_schema.columns "
         "where table_schema = 'analytics' and table_name = ? order by ordinal_position",
         [report],
     ).fetchall()
-    select_list = ", ".join(_select_expression(name, data_type, fmt) for name, data_type in columns)
+    select_list = ", ".join(
+        _select_expression(name, data_type, fmt, csv_raw) for name, data_type in columns
+    )
     query = f"select {select_list} from analytics.{report} order by {', '.join(order_by)}"
     options = (
         "format csv, header true, delimiter ','"
@@ -117,10 +143,17 @@ def _export_one(
     return rows
 
 
-def _select_expression(name: str, data_type: str, fmt: Format) -> str:
+def _select_expression(name: str, data_type: str, fmt: Format, csv_raw: bool = False) -> str:
     column = _quote_identifier(name)
     if fmt == "csv" and data_type.endswith("[]"):
+        # JSON array text: begins with `[`, never a formula trigger
         return f"cast(to_json({column}) as varchar) as {column}"
+    if fmt == "csv" and not csv_raw and data_type == "VARCHAR":
+        triggers = _sql_string("".join(FORMULA_TRIGGERS))
+        return (
+            f"case when {column} <> '' and contains({triggers}, left({column}, 1)) "
+            f"then {_sql_string(chr(39))} || {column} else {column} end as {column}"
+        )
     return column
 
 

@@ -34,6 +34,7 @@ from rich.table import Table
 
 from .attempts import failed_attempts
 from .lockinfo import lock_holder
+from .safe_text import console_text
 from .warehouse import table_names
 
 __all__ = ["RAW_COUNTS", "collect_status", "render_status"]
@@ -214,7 +215,7 @@ def render_status(warehouse: Path | str, console: Console, status: dict[str, Any
         for column in ("at", "pid", "error"):
             failed.add_column(column)
         for attempt in status["failed_attempts"]:
-            failed.add_row(attempt["at"], str(attempt["pid"]), attempt["error"])
+            failed.add_row(attempt["at"], str(attempt["pid"]), console_text(attempt["error"]))
         console.print(failed)
     if status["state"] != "ready":
         return status
@@ -231,8 +232,8 @@ def render_status(warehouse: Path | str, console: Console, status: dict[str, Any
         fresh.add_column(column)
     for ns in status["namespaces"]:
         fresh.add_row(
-            ns["namespace_company_id"], ns["last_success_at"] or "", _age(ns["age_seconds"]),
-            ns["last_status"], ns["last_error"] or "",
+            console_text(ns["namespace_company_id"]), ns["last_success_at"] or "", _age(ns["age_seconds"]),
+            ns["last_status"], console_text(ns["last_error"] or ""),
         )
     console.print(fresh)
 
@@ -248,7 +249,7 @@ def render_status(warehouse: Path | str, console: Console, status: dict[str, Any
         for column in ("endpoint", "status", "count"):
             table.add_column(column)
         for issue in status["open_sync_issues"]:
-            table.add_row(issue["endpoint"], str(issue["http_status"]), str(issue["count"]))
+            table.add_row(console_text(issue["endpoint"]), str(issue["http_status"]), str(issue["count"]))
         console.print(table)
     elif "analytics.sync_issues" in status["row_counts"]:
         console.print("No open sync issues.")

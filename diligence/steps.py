@@ -28,6 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .config import csv_raw as configured_csv_raw
 from .config import expiring_within_days as configured_expiry
 from .warehouse import DEFAULT_WAREHOUSE, Warehouse
 
@@ -117,14 +118,19 @@ def analytics_step(
     )
 
 
-def export_step(warehouse: Warehouse, out_dir: Path, formats: Sequence[str]) -> list[ExportedFile]:
-    """Write every report in every format (each once) into `out_dir`."""
+def export_step(
+    warehouse: Warehouse, out_dir: Path, formats: Sequence[str], *, csv_raw: bool = False
+) -> list[ExportedFile]:
+    """Write every report in every format (each once) into `out_dir`; CSV text cells
+    keep the formula guard unless `csv_raw` (or `export.csv_raw` in config) says not to."""
     from .export import export_reports
 
     exported: list[ExportedFile] = []
     with warehouse.session(read_only=not warehouse.locked, memory_limit=None) as con:
         for fmt in dict.fromkeys(formats):
-            exported += export_reports(con, out_dir, fmt, label=warehouse.display())  # type: ignore[arg-type]
+            exported += export_reports(  # type: ignore[arg-type]
+                con, out_dir, fmt, label=warehouse.display(), csv_raw=configured_csv_raw(csv_raw)
+            )
     return exported
 
 

