@@ -176,31 +176,13 @@ class SandboxApp:
     async def _api(self, scope: Scope, send: Send) -> None:
         endpoint, args = route(scope["method"], scope["path"])
         faults, injector = self.faults, self.injector
-        if faults.rate_limit > 0:
-            wait = injector.throttle()
-            if wait is not None:
-                self.stats.injected["rate_limited"] += 1
-                self.stats.record(endpoint, 429)
-                await respond(send, *error(429, "Too many requests",
-                                           [(b"retry-after", str(wait).encode())]))
-                return
-        if faults.quota > 0:
-            wait = injector.over_quota()
-            if wait is not None:
-                self.stats.injected["over_quota"] += 1
-                self.stats.record(endpoint, 429)
-                await respond(send, *error(429, "Request quota exhausted",
-                                           [(b"retry-after", str(wait).encode())]))
-                return
-        if endpoint >= 3:
-            shed = injector.shed()
-            if shed is not None:
-                self.stats.injected["shed" if shed == 429 else "error"] += 1
-                self.stats.record(endpoint, shed)
-                after = str(faults.shed_retry_after if shed == 429 else 1).encode()
-                await respond(send, *error(shed, "Service busy, try again later",
-                                           [(b"retry-after", after)]))
-                return
+        refusal = self._refusal(endpoint)
+        if refusal is not None:
+            kind, status, message, wait = refusal
+            self.stats.injected[kind] += 1
+            self.stats.record(endpoint, status)
+            await respond(send, *error(status, message, [(b"retry-after", str(wait).encode())]))
+            return
         randomised = endpoint >= 3 or (endpoint > 0 and faults.auth_faults)
         if randomised and (faults.latency_ms or faults.jitter_ms or faults.slow_rate):
             pause = injector.delay()
@@ -232,6 +214,20 @@ class SandboxApp:
         else:
             self.stats.record(endpoint, result[0])
             await respond(send, *result)
+
+    def _refusal(self, endpoint: int) -> tuple[str, int, str, int] | None:
+        """The rate, quota or shedding fault that refuses this request, if any:
+        (stats key, status, message, Retry-After seconds)."""
+        faults, injector = self.faults, self.injector
+        if faults.rate_limit > 0 and (wait := injector.throttle()) is not None:
+            return "rate_limited", 429, "Too many requests", wait
+        if faults.quota > 0 and (wait := injector.over_quota()) is not None:
+            return "over_quota", 429, "Request quota exhausted", wait
+        if endpoint >= 3 and (status := injector.shed()) is not None:
+            if status == 429:
+                return "shed", 429, "Service busy, try again later", faults.shed_retry_after
+            return "error", 503, "Service busy, try again later", 1
+        return None
 
     # ------------------------------------------------------------ endpoints
 
