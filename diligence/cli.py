@@ -283,6 +283,10 @@ def sync(
     password_stdin: Annotated[
         bool, typer.Option("--password-stdin", help="Read the password from standard input.")
     ] = False,
+    restart: Annotated[
+        bool, typer.Option("--restart", help="Start from zero: discard what an interrupted sync "
+                           "left to resume (its journals), and read every namespace again.")
+    ] = False,
 ) -> None:
     """Sync every namespace into the raw dataset, then build the models.
 
@@ -325,6 +329,7 @@ def sync(
                 expiring_within_days=_expiring_default() if not no_models else None,
                 wait_seconds=wait,
                 resources=resources,
+                restart=restart,
             )
         except KeyboardInterrupt:
             progress.stop()
@@ -385,9 +390,14 @@ def _print_sync(result: Any) -> None:
         return  # --quiet: one final line; nothing loaded: one error line
     for outcome in result.namespaces:
         mark = "ok" if outcome.status == "success" else "FAILED"
+        resumed = ""
+        if outcome.requests_kept:
+            since = f" from {outcome.kept_since.astimezone():%H:%M}" if outcome.kept_since else ""
+            resumed = (f"; resumed: {outcome.requests_kept:,} of "
+                       f"{outcome.requests_kept + outcome.requests:,} requests kept{since}")
         out.print(
             f"{mark:6} {outcome.namespace_company_id}: {outcome.requests} requests, "
-            f"{outcome.rows} rows, {outcome.issues} sync issues, {outcome.duration_seconds:.1f}s",
+            f"{outcome.rows} rows, {outcome.issues} sync issues, {outcome.duration_seconds:.1f}s{resumed}",
             highlight=False,
         )
     selected = f" (only {', '.join(result.resources)})" if getattr(result, "resources", None) else ""
@@ -670,7 +680,7 @@ def status(
     failed sync attempts, and whether a sync is running now."""
     import json
 
-    from .status import collect_status, render_status
+    from .status import collect_status, render_status, resumable_status
 
     owner = _warehouse(warehouse, data_path)
     if owner.is_lake:
@@ -679,7 +689,8 @@ def status(
             data = collect_status(owner.display(), con)
     else:
         data = collect_status(owner.path)
-    if data["state"] == "missing" and not data["failed_attempts"]:
+    data["resumable"] = resumable_status(owner)
+    if data["state"] == "missing" and not data["failed_attempts"] and not data["resumable"]:
         if as_json:
             out.print(json.dumps(data), highlight=False, markup=False, soft_wrap=True)
         raise CommandError(f"no warehouse at {owner.display()}; run `diligence sync` first", EXIT_USAGE)

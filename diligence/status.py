@@ -14,12 +14,15 @@ tables. The shape::
                     "analytics.answers": 340, ...},
      "open_sync_issues": [{"endpoint", "http_status", "count"}],
      "open_sync_issues_total": 3,
-     "failed_attempts": [{"at", "pid", "error"}]}                # since the last sync
+     "failed_attempts": [{"at", "pid", "error"}],               # since the last sync
+     "resumable": [{"namespace_company_id", "requests_kept", "since"}]}
 
 A sync that failed before any namespace (credentials, user-info, unreachable) is not
 in ``raw.sync_runs``; it is read from :mod:`diligence.attempts`. While a sync holds the
 writer lock (:mod:`diligence.lockinfo`) the status says so, and while the first sync
-creates the warehouse it says only that.
+creates the warehouse it says only that. ``resumable`` lists the namespaces an
+interrupted sync left journals of (:mod:`diligence.resume`): the next sync goes on
+from them.
 """
 
 from __future__ import annotations
@@ -34,10 +37,11 @@ from rich.table import Table
 
 from .attempts import failed_attempts
 from .lockinfo import lock_holder
+from .resume import resumable_journals
 from .safe_text import console_text
-from .warehouse import table_names
+from .warehouse import Warehouse, table_names
 
-__all__ = ["RAW_COUNTS", "collect_status", "render_status"]
+__all__ = ["RAW_COUNTS", "collect_status", "render_status", "resumable_status"]
 
 #: raw tables counted: key in `row_counts` -> query
 RAW_COUNTS = {
@@ -90,6 +94,7 @@ def _empty(warehouse: Path | str, state: str, holder: int | None) -> dict[str, A
         "open_sync_issues": [],
         "open_sync_issues_total": 0,
         "failed_attempts": [],
+        "resumable": [],
     }
 
 
@@ -101,8 +106,17 @@ def _attempts_since(warehouse: Path, since: datetime | None) -> list[dict[str, A
     return [asdict(a) for a in attempts[-10:]]
 
 
+def resumable_status(owner: Warehouse) -> list[dict[str, Any]]:
+    """The ``resumable`` part of the status: journals an interrupted sync left."""
+    return [
+        {"namespace_company_id": j.namespace, "requests_kept": j.requests_kept, "since": _iso(j.since)}
+        for j in resumable_journals(owner)
+    ]
+
+
 def collect_status(warehouse: Path | str, con: Any | None = None) -> dict[str, Any]:
-    """Everything `status` shows, as plain JSON-able values (see the module docstring).
+    """Everything `status` shows, as plain JSON-able values (see the module docstring),
+    except ``resumable`` (see :func:`resumable_status`).
     With `con` (an open session, e.g. a lake's) it is read through that: a lake has no
     lock file and no failed-attempts file, so those parts stay empty."""
     if con is not None:
@@ -217,6 +231,14 @@ def render_status(warehouse: Path | str, console: Console, status: dict[str, Any
         for attempt in status["failed_attempts"]:
             failed.add_row(attempt["at"], str(attempt["pid"]), console_text(attempt["error"]))
         console.print(failed)
+    if status.get("resumable"):
+        table = Table(title="Interrupted sync: the next sync resumes these (--restart: from zero)")
+        for column in ("namespace", "requests kept", "since"):
+            table.add_column(column)
+        for journal in status["resumable"]:
+            table.add_row(console_text(journal["namespace_company_id"]),
+                          f"{journal['requests_kept']:,}", journal["since"] or "")
+        console.print(table)
     if status["state"] != "ready":
         return status
 

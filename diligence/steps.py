@@ -71,6 +71,7 @@ def sync_step(
     on_namespace: Callable[[NamespaceOutcome], None] | None = None,
     resources: Sequence[str] | None = None,
     budget: Callable[[Any], Any] | None = None,
+    restart: bool = False,
 ) -> SyncResult:
     """Sync the namespaces into `raw` (see :func:`diligence.sync.run_sync`).
 
@@ -92,6 +93,7 @@ def sync_step(
             on_namespace=on_namespace,
             resources=tuple(resources) if resources else None,
             budget=budget,
+            restart=restart,
         )
     except SyncError as exc:
         if warehouse.path is not None:  # a lake keeps no file of failed attempts
@@ -174,6 +176,7 @@ def run_pipeline(
     report_to: Path | None = None,
     wait_seconds: float = 0.0,
     resources: Sequence[str] | None = None,
+    restart: bool = False,
 ) -> PipelineResult:
     """Run the steps in order, holding the warehouse once for all of them.
 
@@ -182,7 +185,8 @@ def run_pipeline(
     are rebuilt from what the warehouse holds (their previous data). Downloads and
     exports only run when `download_to` / `export_to` are given. When the sync loaded
     no namespace at all, nothing after it runs (see :attr:`PipelineResult.nothing_loaded`).
-    `resources` limits the sync's load to those data resources.
+    `resources` limits the sync's load to those data resources. `restart` discards
+    what an interrupted sync left to resume (see :mod:`diligence.resume`).
     """
     import time
 
@@ -203,6 +207,7 @@ def run_pipeline(
                 on_namespace=on_namespace,
                 wait_seconds=wait_seconds,
                 resources=resources,
+                restart=restart,
             )
             if on_synced is not None:
                 on_synced(result.sync)

@@ -9,15 +9,18 @@ and the rows each raw table received. The shape (stable keys, documented in READ
      "status": "success" | "failed" | "nothing_loaded", "resources": null | [...],
      "overall": {"namespaces", "namespaces_failed", "requests", "attempts", "retries",
                  "throttled_429", "transport_errors", "logins", "relogins", "rows",
-                 "issues", "duration_seconds", "extract_seconds", "load_seconds"},
+                 "issues", "duration_seconds", "extract_seconds", "load_seconds",
+                 "requests_kept"},
      "rows_per_table": {"documents": 120, ...},                   # over namespaces
      "namespaces": [{"namespace_company_id", "status", "requests", "attempts",
                      "retries", "throttled_429", "rows", "rows_per_table", "issues",
-                     "duration_seconds", "load_seconds", "error"}],
+                     "duration_seconds", "load_seconds", "error", "requests_kept"}],
+     "not_read_again": {"<namespace>": "<why>"},   # committed by an interrupted sync
      "models": null | {"seconds", "row_counts", "failed_checks", "published"}}
 
-``requests`` are the logical requests a namespace needed; ``attempts`` what was sent
-for it (retries included). Nothing in it is a secret: no credentials, tokens or URLs
+``requests`` are the logical requests a namespace sent; ``attempts`` what was sent
+for it (retries included); ``requests_kept`` those answered from the journal of an
+interrupted sync that this one resumed (see :mod:`diligence.resume`). Nothing in it is a secret: no credentials, tokens or URLs
 with user info (the base URL is not included at all). Written to a temporary file,
 then moved into place.
 """
@@ -68,6 +71,7 @@ def run_summary(result: PipelineResult) -> dict[str, Any]:
                 "duration_seconds": round(o.duration_seconds, 3),
                 "load_seconds": round(o.load_seconds, 3),
                 "error": o.error,
+                "requests_kept": o.requests_kept,
             }
         )
     if result.nothing_loaded:
@@ -106,7 +110,9 @@ def run_summary(result: PipelineResult) -> dict[str, Any]:
             "duration_seconds": round(sync.seconds, 3),
             "extract_seconds": round(sync.timings.get("extract", 0.0), 3),
             "load_seconds": round(sync.timings.get("load", 0.0), 3),
+            "requests_kept": sum(o.requests_kept for o in sync.namespaces),
         },
+        "not_read_again": dict(sync.not_read_again),
         "rows_per_table": _total_rows_per_table(sync),
         "namespaces": namespaces,
         "models": models,

@@ -38,6 +38,7 @@ from typing import Any
 
 from .dlt_lookups import dlt_lookups_made_once
 from .errors import DiligenceError, SyncError
+from .resume import plan_resume
 from .warehouse import (
     DEFAULT_WAREHOUSE,
     LOAD_MEMORY_LIMIT,
@@ -70,6 +71,10 @@ class NamespaceOutcome:
     retryable: bool = True
     #: raw table -> rows loaded into it (empty when not loaded)
     rows_per_table: dict[str, int] = field(default_factory=dict)
+    #: requests answered from the journal of an interrupted sync (not sent again)
+    requests_kept: int = 0
+    #: when that interrupted sync began reading the namespace
+    kept_since: datetime | None = None
 
 
 @dataclass
@@ -89,6 +94,8 @@ class SyncResult:
     request_stats: dict[str, Any] = field(default_factory=dict)
     #: the data resources this sync loaded (None: all of them)
     resources: tuple[str, ...] | None = None
+    #: namespaces an interrupted sync had committed, so not read again -> why
+    not_read_again: dict[str, str] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[NamespaceOutcome]:
@@ -169,6 +176,8 @@ def _outcome(
                 for name, table in sorted(result.tables.items())
                 if resources is None or name in resources
             },
+            requests_kept=result.kept,
+            kept_since=result.kept_since,
         )
     return NamespaceOutcome(
         namespace_company_id=result.namespace_company_id,
@@ -180,6 +189,7 @@ def _outcome(
         error=result.error,
         load_seconds=load_seconds,
         retryable=result.requests > 0 or result.issue is not None,
+        requests_kept=result.kept,
     )
 
 
@@ -273,6 +283,7 @@ def run_sync(
     on_namespace: Callable[[NamespaceOutcome], None] | None = None,
     resources: tuple[str, ...] | None = None,
     budget: Callable[[Any], Any] | None = None,
+    restart: bool = False,
 ) -> SyncResult:
     """Sync every namespace (or `namespaces`) into the `raw` dataset of `warehouse`.
 
@@ -286,6 +297,10 @@ def run_sync(
     are still being read; `on_namespace` is called with its outcome right after its
     load committed (or, for a namespace that could not be read completely, right after
     its failure was recorded: nothing of its data is loaded, its history stays).
+
+    An interrupted sync is resumed (see :mod:`diligence.resume`): the namespaces it had
+    not committed are read from their journals plus what they lack, those it had
+    committed are not read again; `restart` starts from zero instead.
     Raises :class:`SyncError` when the sync cannot run (credentials refused, service
     unreachable, bad configuration, a load that failed).
     """
@@ -313,6 +328,7 @@ def run_sync(
     outcomes: list[NamespaceOutcome] = []
     load_info: list[Any] = []
     stats: dict[str, Any] = {}
+    skipped: dict[str, str] = {}
     started = time.perf_counter()
     fetched = started
 
@@ -320,6 +336,9 @@ def run_sync(
         prepared: set[str | None] = set()
         staging = owner.staging_dir(sync_id)
         try:
+            plan = plan_resume(owner, settings, sync_id=sync_id, started_at=synced_at,
+                               resources=resources, restart=restart)
+            skipped = plan.skip
             # The fetch starts first. The file is opened (created, for a new warehouse)
             # and dlt's pipeline prepared when the first namespace is complete, while the
             # others are still read: a sync refused at login leaves no file behind.
@@ -331,6 +350,8 @@ def run_sync(
                 synced_at=synced_at,
                 on_stats=lambda client_stats: stats.update(client_stats.as_dict()),
                 budget=budget(settings) if budget is not None else None,
+                journals=plan.journals,
+                skip=plan.skip,
             ) as stream, contextlib.ExitStack() as loading:
                 opened = False
                 for result in stream:
@@ -359,6 +380,9 @@ def run_sync(
                         folder = getattr(result, "folder", None)
                         if folder is not None:
                             shutil.rmtree(folder, ignore_errors=True)
+                    journal = getattr(result, "journal", None)
+                    if journal is not None:  # committed: nothing left to resume
+                        journal.unlink(missing_ok=True)
                     loaded_at = datetime.now(timezone.utc) if result.__class__.__name__ == "NamespaceSnapshot" else None
                     outcome = _outcome(result, loaded_at, time.perf_counter() - began, resources)
                     outcomes.append(outcome)
@@ -385,6 +409,7 @@ def run_sync(
         load_info=load_info,
         request_stats=stats,
         resources=resources,
+        not_read_again=skipped,
     )
     for outcome in result.failed:
         log.error("namespace %s not loaded: %s", outcome.namespace_company_id, outcome.error)

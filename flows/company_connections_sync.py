@@ -46,7 +46,7 @@ from .budget import account_budget
 from .errors import NamespaceSyncError, RunFailedError
 from .notify import notify_changes
 from .report import expiring_documents, summary_markdown
-from .retry import failure_of, retry_if_transient
+from .retry import failure_of, first_attempt, retry_if_transient
 from .service import configured_namespaces, credential_options, mask, user_companies
 
 FLOW_NAME = "company-connections-sync"
@@ -120,9 +120,13 @@ def resolve_namespaces(
     cache_policy=NO_CACHE,
 )
 def sync_namespaces(
-    namespaces: list[str], available: list[str], warehouse: str, base_url: str | None
+    namespaces: list[str], available: list[str], warehouse: str, base_url: str | None,
+    restart: bool = False,
 ) -> list[NamespaceOutcome]:
     """Sync `namespaces` side by side into `raw`, each committed as soon as it is read.
+
+    What an interrupted sync left (its journals) is resumed, unless `restart`; so is
+    what an earlier attempt of this task left, since a retry never restarts.
 
     Returns every namespace's outcome (its previous data is kept when it failed); its
     outcome is also in `raw.sync_runs`, as with the CLI. Raises only when the sync
@@ -134,12 +138,13 @@ def sync_namespaces(
     def report(outcome: NamespaceOutcome) -> None:
         if outcome.status == "success":
             logger.info(
-                "namespace %s loaded: %d requests, %d rows, %d sync issues, %.1f s",
+                "namespace %s loaded: %d requests, %d rows, %d sync issues, %.1f s%s",
                 outcome.namespace_company_id,
                 outcome.requests,
                 outcome.rows,
                 outcome.issues,
                 outcome.duration_seconds,
+                f" (resumed: {outcome.requests_kept:,} requests kept)" if outcome.requests_kept else "",
             )
         else:
             logger.warning(  # one plain line in the Prefect UI, whatever the error's text
@@ -156,6 +161,7 @@ def sync_namespaces(
         source_options=credential_options(),
         budget=account_budget,
         on_namespace=report,
+        restart=restart and first_attempt(),
     )
     outcomes = {o.namespace_company_id: o for o in result.namespaces}
     for namespace in namespaces:
@@ -296,8 +302,10 @@ def namespace_outcome(namespace: str, state: State[Any]) -> NamespaceOutcome:
     )
 
 
-def sync_with_retries(plan: NamespacePlan, warehouse: str, base_url: str | None) -> list[NamespaceOutcome]:
-    """Sync every namespace of `plan` in one task run, then read only the failed ones again.
+def sync_with_retries(plan: NamespacePlan, warehouse: str, base_url: str | None,
+                      restart: bool = False) -> list[NamespaceOutcome]:
+    """Sync every namespace of `plan` in one task run, then read only the failed ones again
+    (resuming from what the failed attempt fetched; `restart` applies to the first only).
 
     Namespaces that failed for a reason another attempt may fix are read again (alone
     with the other failed ones) after each delay of :data:`NAMESPACE_RETRY_DELAYS`.
@@ -310,7 +318,8 @@ def sync_with_retries(plan: NamespacePlan, warehouse: str, base_url: str | None)
             step = sync_namespaces.with_options(task_run_name=f"retry-failed-namespaces-{attempt}")
         else:
             step = sync_namespaces
-        state = step(pending, plan.available, warehouse, base_url, return_state=True)
+        state = step(pending, plan.available, warehouse, base_url, restart and not attempt,
+                     return_state=True)
         if not state.is_completed():
             for namespace in pending:
                 outcomes[namespace] = namespace_outcome(namespace, state)
@@ -353,6 +362,7 @@ def company_connections_sync(
     reports_dir: str = str(DEFAULT_REPORTS_DIR),
     warehouse: str = str(DEFAULT_WAREHOUSE),
     base_url: str | None = None,
+    restart: bool = False,
 ) -> RunSummary:
     """Sync the company-connections service into the DuckDB warehouse, rebuild the
     `analytics` schema (models, data checks, the analysts' published copy), export the
@@ -367,10 +377,12 @@ def company_connections_sync(
         reports_dir: folder that receives one dated sub-folder per run.
         warehouse: the DuckDB file.
         base_url: the service's URL; default dlt config `base_url`.
+        restart: discard what an interrupted run left to resume and read everything
+            (a retry of this run resumes all the same).
     """
     check_export_formats(export_formats)
     plan = resolve_namespaces(namespaces, base_url, warehouse)
-    outcomes = sync_with_retries(plan, warehouse, base_url)
+    outcomes = sync_with_retries(plan, warehouse, base_url, restart and first_attempt())
     analytics = rebuild_analytics_schema(warehouse, expiring_within_days)
     exported = export_dated_reports(warehouse, reports_dir, export_formats)
     report = write_dated_report(warehouse, reports_dir)

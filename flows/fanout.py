@@ -41,6 +41,7 @@ from .company_connections_sync import (
     publish_run_summary,
     raise_for_failures,
 )
+from .retry import first_attempt
 from .service import configured_namespaces, credential_options, user_companies
 
 FANOUT_FLOW_NAME = "company-connections-fanout"
@@ -66,11 +67,14 @@ def sync_one_namespace(
     data_path: str | None = None,
     base_url: str | None = None,
     pipelines_dir: str | None = None,
+    restart: bool = False,
 ) -> dict[str, Any]:
     """Sync ONE namespace into the warehouse's `raw` (one worker's share of a fan-out).
 
     Fails (and is retried by Prefect when the cause is transient) when the namespace
-    could not be read completely; its previous data is then kept."""
+    could not be read completely; its previous data is then kept. A retry resumes
+    from what the failed run fetched (its journal, under `pipelines_dir`); `restart`
+    discards that on the first run only."""
     logger = get_run_logger()
     result = sync_step(
         owner_of(warehouse, data_path, pipelines_dir),
@@ -79,14 +83,16 @@ def sync_one_namespace(
         wait_seconds=LOCK_WAIT_SECONDS,
         source_options=credential_options(),
         budget=account_budget,
+        restart=restart and first_attempt(),
     )
     outcome = next(o for o in result.namespaces if o.namespace_company_id == namespace)
     if outcome.status != "success":
         raise NamespaceSyncError(outcome)
     logger.info(
-        "namespace %s loaded: %d requests, %d rows in %.1f s (load %.1f s)",
+        "namespace %s loaded: %d requests, %d rows in %.1f s (load %.1f s)%s",
         namespace, outcome.requests, outcome.rows, outcome.duration_seconds,
         outcome.load_seconds,
+        f"; resumed: {outcome.requests_kept:,} requests kept" if outcome.requests_kept else "",
     )
     return {"namespace": namespace, "requests": outcome.requests, "rows": outcome.rows,
             "load_seconds": outcome.load_seconds}
@@ -171,6 +177,7 @@ def company_connections_fanout(
     base_url: str | None = None,
     pipelines_dir: str | None = None,
     namespace_deployment: str = NAMESPACE_DEPLOYMENT,
+    restart: bool = False,
 ) -> dict[str, Any]:
     """Fan the sync out over a work pool (one run per namespace), then build the
     analytics, run the checks, export the reports and write the HTML report once.
@@ -182,6 +189,7 @@ def company_connections_fanout(
         namespaces: company IDs; default dlt config `namespaces`, else user-info's.
         pipelines_dir: dlt's working folders (default beside the data folder).
         namespace_deployment: ``flow/deployment`` run once per namespace.
+        restart: the namespace runs discard what interrupted runs left to resume.
     """
     from datetime import datetime, timezone
 
@@ -197,7 +205,7 @@ def company_connections_fanout(
     states = fan_out(
         wanted,
         {"warehouse": warehouse, "data_path": data_path, "base_url": base_url,
-         "pipelines_dir": pipelines_dir},
+         "pipelines_dir": pipelines_dir, "restart": restart and first_attempt()},
         namespace_deployment,
     )
     owner = owner_of(warehouse, data_path, pipelines_dir)

@@ -15,7 +15,7 @@ from prefect.client.schemas.objects import State, TaskRun
 
 from diligence.errors import error_chain, is_transient
 
-__all__ = ["error_chain", "failure_of", "is_transient", "retry_if_transient"]
+__all__ = ["error_chain", "failure_of", "first_attempt", "is_transient", "retry_if_transient"]
 
 
 def failure_of(state: State[Any]) -> BaseException | None:
@@ -30,3 +30,15 @@ def failure_of(state: State[Any]) -> BaseException | None:
 def retry_if_transient(task: Any, task_run: TaskRun, state: State[Any]) -> bool:
     """`retry_condition_fn` for I/O tasks: retry transient failures only."""
     return is_transient(failure_of(state))
+
+
+def first_attempt() -> bool:
+    """True on the first attempt of the current task run (inside a task) or flow run.
+
+    A retry goes on from what the failed attempt fetched (its journals), so a run's
+    `restart` parameter applies to its first attempt only.
+    """
+    from prefect.runtime import flow_run, task_run
+
+    count = task_run.run_count if task_run.id else flow_run.run_count
+    return int(count or 0) <= 1

@@ -34,7 +34,7 @@ import asyncio
 import queue
 import sys
 import threading
-from collections.abc import Callable, Collection, Coroutine, Iterator, Sequence
+from collections.abc import Callable, Collection, Coroutine, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
@@ -55,6 +55,7 @@ from .extract import (
     SyncIssue,
     extract_namespaces,
 )
+from .journal import JournalBook, JournalIdentity, journal_summaries
 from .limits import RequestBudget
 from .schema import CURRENT_STATE, HISTORY, TABLE_COLUMNS, arrow_schema
 from .staging import StagedTable, read_batches, warm_up_conversions
@@ -75,6 +76,9 @@ __all__ = [
     "DATA_RESOURCES",
     "selected_rows",
     "arrow_schema",
+    "JournalBook",
+    "JournalIdentity",
+    "journal_summaries",
 ]
 
 T = TypeVar("T")
@@ -246,6 +250,8 @@ def stream_namespaces(
     synced_at: datetime | None = None,
     on_stats: Callable[[Any], None] | None = None,
     budget: RequestBudget | None = None,
+    journals: JournalBook | None = None,
+    skip: Mapping[str, str] | None = None,
 ) -> NamespaceStream:
     """Start reading the namespaces concurrently; iterate the stream to get each one's result.
 
@@ -259,7 +265,9 @@ def stream_namespaces(
     the client's traffic counters (:class:`~.client.RequestStats`: requests, retries,
     429s, per namespace too) when the stream is closed, however it ends. `budget`
     (a :class:`~.limits.RequestBudget`) shares the account's requests with other
-    processes.
+    processes. `journals` keeps each namespace's completed requests on disk and
+    resumes an interrupted read; `skip` names namespaces not to read, with the reason
+    (see :func:`~.extract.extract_namespaces`).
     """
     staging_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     fetch = _Fetch(
@@ -273,6 +281,8 @@ def stream_namespaces(
         synced_at=synced_at or datetime.now(timezone.utc),
         known_namespaces=known_namespaces,
         stall_timeout=settings.stall_timeout or None,
+        journals=journals,
+        skip=skip,
     )
     return NamespaceStream(fetch, on_stats)
 

@@ -27,6 +27,7 @@ from .settings import (
     DEFAULT_MAX_RETRY_AFTER,
     DEFAULT_RELOGIN_BUDGET,
     DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_RESUME_WITHIN,
     DEFAULT_STALL_TIMEOUT,
     DEFAULT_TOKEN_FILE,
 )
@@ -70,6 +71,8 @@ class SourceSettings(BaseConfiguration):
     max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
     #: a namespace with no completed request for this long (seconds) fails
     stall_timeout: float = DEFAULT_STALL_TIMEOUT
+    #: an interrupted sync's journal younger than this (seconds) is resumed; 0: never
+    resume_within: float = DEFAULT_RESUME_WITHIN
 
     def client(self, budget: Any = None) -> Any:
         """A :class:`~.client.ServiceClient` for one run with these settings; `budget`

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Awaitable, Callable, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -48,11 +49,14 @@ import orjson
 
 from .client import ServiceClient
 from .errors import AuthenticationError, DeniedError, NotFoundError, ServiceError, StalledError
+from .journal import JournalBook, RequestJournal
 from .limits import request_priority
 from .models import ConnectionDetail, ConnectionEntry, Role
 from .staging import NamespaceStage, StagedTable
 
 T = TypeVar("T")
+
+logger = logging.getLogger("diligence.journal")
 
 #: Connections of one namespace read at once (at least 4x the concurrency limit): their
 #: requests wait for a slot, the others are not started yet.
@@ -109,6 +113,12 @@ class NamespaceSnapshot:
     tables: dict[str, StagedTable] = field(default_factory=dict)
     issues: list[SyncIssue] = field(default_factory=list)
     folder: Path | None = None
+    #: requests answered from the journal of an interrupted read (not sent again)
+    kept: int = 0
+    #: when that interrupted read began
+    kept_since: datetime | None = None
+    #: the namespace's request journal; delete it once the namespace is committed
+    journal: Path | None = None
 
     @property
     def row_count(self) -> int:
@@ -135,6 +145,8 @@ class NamespaceFailure:
     finished_at: datetime
     requests: int = 0
     issue: SyncIssue | None = None
+    #: requests answered from the journal of an interrupted read
+    kept: int = 0
 
 
 #: What reading a namespace ends in.
@@ -177,8 +189,10 @@ class _NamespaceReader:
         stage: NamespaceStage,
         open_connections: int = OPEN_CONNECTIONS,
         stall_timeout: float | None = None,
+        journal: RequestJournal | None = None,
     ) -> None:
         self.client = client
+        self.journal = journal
         self.stall_timeout = stall_timeout
         self._last_done = asyncio.get_running_loop().time()
         self.open_connections = max(1, open_connections)
@@ -211,9 +225,12 @@ class _NamespaceReader:
         self._done()
         return result
 
-    def _done(self) -> None:
+    def _done(self, *, sent: bool = True) -> None:
         self._last_done = asyncio.get_running_loop().time()
-        self.snapshot.requests += 1
+        if sent:
+            self.snapshot.requests += 1
+        else:
+            self.snapshot.kept += 1
         if self.progress is not None:
             self.progress.done(self.ns, 1, 0)
 
@@ -228,9 +245,24 @@ class _NamespaceReader:
         company_type_id: str | None,
         request: Callable[[], Awaitable[T]],
     ) -> T | None:
-        """Run a child request; 403/404 become a sync issue and ``None``."""
+        """Run a child request; 403/404 become a sync issue and ``None``.
+
+        With a journal, a request the interrupted read completed is answered from it
+        (not sent), and each outcome of this read is appended to it.
+        """
+        journal = self.journal
+        if journal is not None:
+            kept = journal.lookup(endpoint, company_id, company_type_id)
+            if kept is not None:
+                self._done(sent=False)
+                if kept.status == 200:
+                    return kept.answer  # type: ignore[no-any-return]
+                self.snapshot.issues.append(
+                    SyncIssue(endpoint, company_id, company_type_id, kept.status, kept.message or "")
+                )
+                return None
         try:
-            return await self._call(request)
+            answer = await self._call(request)
         except (DeniedError, NotFoundError) as exc:
             self.snapshot.issues.append(
                 SyncIssue(
@@ -241,6 +273,8 @@ class _NamespaceReader:
                     message=exc.message,
                 )
             )
+            if journal is not None:
+                journal.record(endpoint, company_id, company_type_id, status=exc.status_code, message=exc.message)
             return None
         except AuthenticationError:
             raise
@@ -254,6 +288,9 @@ class _NamespaceReader:
                     message=str(exc),
                 )
             ) from exc
+        if journal is not None:
+            journal.record(endpoint, company_id, company_type_id, answer)
+        return answer
 
     async def _required(self, endpoint: str, request: Callable[[], Awaitable[T]]) -> T:
         """Run a request the namespace cannot do without; any failure fails it."""
@@ -532,6 +569,8 @@ async def extract_namespaces(
     open_connections: int | None = None,
     on_all_read: Callable[[], None] | None = None,
     stall_timeout: float | None = None,
+    journals: JournalBook | None = None,
+    skip: Mapping[str, str] | None = None,
 ) -> list[NamespaceResult]:
     """Read every requested namespace (default: every company of the user) side by side.
 
@@ -554,6 +593,12 @@ async def extract_namespaces(
     answer within it. `on_all_read` is
     called once every namespace is read, just before the last result goes to
     `on_complete`.
+
+    With `journals` (a :class:`~.journal.JournalBook`), each namespace appends its
+    requests' outcomes to its journal and answers from it those that an interrupted
+    read completed; a snapshot names its journal (to delete once committed), a
+    failed or cancelled read leaves it for the next sync. `skip` maps namespaces not
+    to read (committed by the interrupted sync) to the reason, said in one line each.
 
     Returns every result in the order they completed. Raises
     :class:`AuthenticationError` when the credentials are refused.
@@ -581,6 +626,9 @@ async def extract_namespaces(
     else:
         wanted = list(dict.fromkeys([*roles, *known_namespaces]))
 
+    for namespace in [ns for ns in wanted if ns in (skip or {})]:
+        wanted.remove(namespace)
+        logger.info("namespace %s: not read again: %s", namespace, (skip or {})[namespace])
     priorities = {namespace: index for index, namespace in enumerate(wanted)}
 
     async def read_one(namespace: str) -> None:
@@ -606,6 +654,7 @@ async def extract_namespaces(
             )
             return
         stage = NamespaceStage.create(staging_dir, namespace, batch_size)
+        journal = journals.open(namespace) if journals is not None else None
         reader = _NamespaceReader(
             client,
             role,
@@ -614,11 +663,14 @@ async def extract_namespaces(
             stage,
             open_connections=open_connections or max(OPEN_CONNECTIONS, 4 * (concurrency or 0)),
             stall_timeout=stall_timeout,
+            journal=journal,
         )
         try:
             snapshot = await reader.read()
         except BaseException as exc:  # noqa: BLE001 - sorted out just below
             stage.discard()
+            if journal is not None:
+                journal.close()  # kept: the next sync goes on from it
             cause = _root_cause(exc)
             if isinstance(cause, AuthenticationError):
                 raise cause from None
@@ -634,9 +686,13 @@ async def extract_namespaces(
                     finished_at=_now(),
                     requests=reader.snapshot.requests,
                     issue=cause.issue if isinstance(cause, _RequestFailed) else None,
+                    kept=reader.snapshot.kept,
                 )
             )
             return
+        if journal is not None:
+            journal.close()
+            snapshot.journal, snapshot.kept_since = journal.path, journal.since
         complete(snapshot)
 
     try:

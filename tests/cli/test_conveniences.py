@@ -86,9 +86,10 @@ def test_status_json_has_stable_keys_and_true_counts(synced: tuple[Path, dict]) 
     status = json.loads(result.stdout)
     assert set(status) == {
         "warehouse", "state", "sync_running", "syncs", "namespaces", "row_counts",
-        "open_sync_issues", "open_sync_issues_total", "failed_attempts",
+        "open_sync_issues", "open_sync_issues_total", "failed_attempts", "resumable",
     }
     assert status["state"] == "ready" and status["sync_running"] is None
+    assert status["resumable"] == []
     last = status["syncs"][0]
     assert last["sync_id"] == summary["sync_id"]
     assert last["namespaces_ok"] == summary["overall"]["namespaces"] and last["namespaces_failed"] == 0

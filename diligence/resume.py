@@ -1,0 +1,102 @@
+"""Resuming an interrupted sync: its journals, and the namespaces it had committed.
+
+A sync keeps each namespace's completed requests in a journal (see
+:mod:`pipelines.company_connections.journal`) under the warehouse's pipeline files,
+and deletes it once the namespace is committed. What a sync killed mid-way leaves is
+therefore exactly the namespaces it had not committed. The next sync (same account,
+base URL and ``--select``, within ``resume_within``):
+
+- reads those namespaces again, asking the service only what their journals lack;
+- does not read again the namespaces the interrupted sync had committed (its
+  ``sync_runs`` say so), so it goes on where the interrupted one stopped.
+
+A sync that *ended* (every namespace recorded in ``sync_runs``, failed ones included)
+was not interrupted: the journal of a namespace that failed is resumed, and the
+others are read as usual. ``--restart`` (a flow's ``restart``) starts from zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .warehouse import Warehouse
+
+__all__ = ["ResumePlan", "journal_dir", "plan_resume", "resumable_journals"]
+
+
+def journal_dir(owner: Warehouse) -> Path:
+    """Where `owner`'s syncs keep their request journals (owner-only)."""
+    return owner.pipelines_root / "journal"
+
+
+@dataclass
+class ResumePlan:
+    """The journals of one sync and the namespaces it does not read again."""
+
+    journals: Any  # pipelines.company_connections.JournalBook
+    #: namespace -> why it is not read again
+    skip: dict[str, str]
+
+
+def _runs_of(owner: Warehouse, sync_ids: set[str]) -> list[tuple[str, str, str, datetime | None]]:
+    """(sync_id, namespace, status, finished_at) of the given syncs in ``raw.sync_runs``."""
+    if not sync_ids or (owner.path is not None and not owner.path.exists()):
+        return []
+    with owner.session(read_only=owner.path is not None) as con:
+        exists = con.execute(
+            "select count(*) from information_schema.tables where table_catalog = "
+            "current_database() and table_schema = 'raw' and table_name = 'sync_runs'"
+        ).fetchall()[0][0]
+        if not exists:
+            return []
+        placeholders = ", ".join("?" for _ in sync_ids)
+        return con.execute(
+            f"select sync_id, namespace_company_id, status, finished_at from raw.sync_runs "
+            f"where sync_id in ({placeholders})",
+            sorted(sync_ids),
+        ).fetchall()
+
+
+def plan_resume(owner: Warehouse, settings: Any, *, sync_id: str, started_at: datetime,
+                resources: tuple[str, ...] | None, restart: bool = False) -> ResumePlan:
+    """The journals of a new sync of `owner` with `settings` (resolved source settings),
+    and the namespaces an interrupted sync of the same kind had committed."""
+    from pipelines.company_connections import JournalBook, JournalIdentity
+
+    identity = JournalIdentity.of(settings.base_url, settings.email, resources)
+    book = JournalBook(journal_dir(owner), identity, sync_id=sync_id, started_at=started_at,
+                       resume_within=settings.resume_within, restart=restart)
+    continued = book.interrupted_syncs()
+    if not continued:
+        return ResumePlan(book, {})
+    runs = _runs_of(owner, set().union(*continued.values()))
+    recorded = {(sync, ns) for sync, ns, _status, _finished in runs}
+    # A sync was interrupted when a namespace it journaled has no row of it: it never
+    # recorded that namespace's outcome.
+    interrupted = {sync for ns, syncs in continued.items() for sync in syncs if (sync, ns) not in recorded}
+    skip: dict[str, str] = {}
+    for sync, ns, status, finished in sorted(runs, key=lambda row: str(row[3])):
+        if sync in interrupted and status == "success" and ns not in continued:
+            when = f" at {finished:%Y-%m-%d %H:%M}" if finished is not None else ""
+            skip[ns] = f"committed{when} by the interrupted sync {sync} (--restart reads it again)"
+    return ResumePlan(book, skip)
+
+
+@dataclass(frozen=True)
+class ResumableJournal:
+    """A journal ``diligence status`` shows: a namespace an interrupted sync left."""
+
+    namespace: str
+    requests_kept: int
+    since: datetime | None
+
+
+def resumable_journals(owner: Warehouse) -> list[ResumableJournal]:
+    """The journals under `owner`'s pipeline files, oldest first."""
+    from pipelines.company_connections import journal_summaries
+
+    found = [ResumableJournal(s.namespace, s.kept, s.since) for s in journal_summaries(journal_dir(owner))]
+    return sorted(found, key=lambda j: (j.since is None, j.since or datetime.min, j.namespace))

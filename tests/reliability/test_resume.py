@@ -1,0 +1,220 @@
+"""An interrupted sync resumes: the rerun asks only for what is missing and lands exactly
+what an uninterrupted sync lands (same rows, same history, no duplicates)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from diligence.resume import journal_dir, resumable_journals
+from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from diligence.warehouse import Warehouse
+from pipelines.company_connections.journal import SUFFIX
+from tests.helpers import query, sync
+from tests.reliability.test_fault_matrix import state
+
+pytestmark = pytest.mark.slow
+
+TODAY = datetime.now(timezone.utc).date()
+CONCURRENCY = 8
+#: Where the kills fall, as a share of a full sync's requests (a fixed seed).
+_SEEDED = random.Random(28)
+KILL_POINTS = sorted(_SEEDED.uniform(0.1, 0.95) for _ in range(4))
+
+SYNC = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from diligence.sync import run_sync
+    run_sync(Path(sys.argv[1]), base_url=sys.argv[2],
+             source_options={"email": sys.argv[3], "password": sys.argv[4],
+                             "max_concurrency": int(sys.argv[5]), "token_store_path": None})
+    """
+)
+
+
+def _stats(server: SandboxServer) -> dict[str, Any]:
+    return httpx.get(f"{server.base_url}/_sandbox/stats").json()
+
+
+def _reset(server: SandboxServer) -> None:
+    httpx.post(f"{server.base_url}/_sandbox/stats/reset")
+
+
+@pytest.fixture(scope="module")
+def medium() -> Iterator[SandboxServer]:
+    with SandboxServer(scale="medium", today=TODAY) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def clean(medium: SandboxServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], int]:
+    """What an uninterrupted sync lands, and how many requests it sends."""
+    warehouse = tmp_path_factory.mktemp("clean") / "warehouse.duckdb"
+    _reset(medium)
+    result = sync(medium, warehouse, source_options={"max_concurrency": CONCURRENCY})
+    assert not result.failed
+    return state(warehouse), _stats(medium)["total"]
+
+
+def _kill_at(server: SandboxServer, warehouse: Path, requests: int) -> int:
+    """Start a sync in its own process and SIGKILL it once the service has answered
+    `requests` requests; returns how many it had answered by then."""
+    _reset(server)
+    process = subprocess.Popen(
+        [sys.executable, "-c", SYNC, str(warehouse), server.base_url, DEFAULT_EMAIL,
+         DEFAULT_PASSWORD, str(CONCURRENCY)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    try:
+        while _stats(server)["total"] < requests:
+            assert process.poll() is None, "the sync finished before it could be killed"
+            assert time.monotonic() < deadline, "the moment to kill never came"
+            time.sleep(0.002)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    return int(_stats(server)["total"])
+
+
+def test_sigkill_at_several_points_then_the_rerun_is_exact_and_asks_only_what_is_missing(
+        medium: SandboxServer, clean: tuple[dict[str, Any], int], tmp_path: Path) -> None:
+    expected, full = clean
+    namespaces = len(medium.world.namespaces)
+    medium.faults.latency_ms = 5  # so that a kill falls where it is aimed
+    skipped = 0
+    try:
+        for number, share in enumerate(KILL_POINTS):
+            warehouse = tmp_path / f"killed-{number}" / "warehouse.duckdb"
+            warehouse.parent.mkdir()
+            answered = _kill_at(medium, warehouse, int(share * full))
+            _reset(medium)
+            result = sync(medium, warehouse, source_options={"max_concurrency": CONCURRENCY})
+            rerun = _stats(medium)["total"]
+            assert not result.failed, [o.error for o in result.failed]
+            assert state(warehouse) == expected, f"kill at {share:.0%}"
+            # Only what the killed sync had not got: at most the requests in flight at
+            # the kill, plus login, user-info and each namespace's connection list again.
+            assert rerun <= full - answered + CONCURRENCY + 2 + namespaces, (share, answered, rerun, full)
+            kept = sum(o.requests_kept for o in result.namespaces)
+            assert kept + len(result.not_read_again) > 0
+            skipped += len(result.not_read_again)
+            assert not list(journal_dir(Warehouse(warehouse)).glob(f"*{SUFFIX}")), "journals left"
+    finally:
+        medium.faults.latency_ms = 0
+    # Some kill came after a namespace had committed: the rerun did not read it again.
+    assert skipped > 0
+
+
+def test_a_torn_journal_tail_is_dropped_and_the_rest_is_kept(
+        medium: SandboxServer, clean: tuple[dict[str, Any], int], tmp_path: Path) -> None:
+    expected, full = clean
+    warehouse = tmp_path / "warehouse.duckdb"
+    medium.faults.latency_ms = 2
+    try:
+        _kill_at(medium, warehouse, full // 3)
+    finally:
+        medium.faults.latency_ms = 0
+    journals = sorted(journal_dir(Warehouse(warehouse)).glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_size)
+    assert journals
+    torn = journals[-1]
+    before = {j.namespace: j.requests_kept for j in resumable_journals(Warehouse(warehouse))}
+    with torn.open("ab") as file:  # half a record: a length, a checksum, a few bytes
+        file.write((1000).to_bytes(4, "little") + b"\x00\x01\x02\x03" + b'["compa')
+    after = {j.namespace: j.requests_kept for j in resumable_journals(Warehouse(warehouse))}
+    assert after == before
+    result = sync(medium, warehouse, source_options={"max_concurrency": CONCURRENCY})
+    assert not result.failed
+    assert state(warehouse) == expected
+
+
+def test_a_journal_of_another_account_is_ignored(
+        medium: SandboxServer, clean: tuple[dict[str, Any], int], tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    expected, full = clean
+    warehouse = tmp_path / "warehouse.duckdb"
+    medium.faults.latency_ms = 2
+    try:
+        _kill_at(medium, warehouse, full // 2)
+    finally:
+        medium.faults.latency_ms = 0
+    assert resumable_journals(Warehouse(warehouse))
+    # Same service and namespaces, but the journals say another login wrote them.
+    from pipelines.company_connections.journal import JournalIdentity
+
+    identity = JournalIdentity.of(medium.base_url, "someone-else@example.com")
+    for path in journal_dir(Warehouse(warehouse)).glob(f"*{SUFFIX}"):
+        _rewrite_account(path, identity.account)
+    _reset(medium)
+    with caplog.at_level("WARNING", logger="diligence.journal"):
+        result = sync(medium, warehouse, source_options={"max_concurrency": CONCURRENCY})
+    assert not result.failed
+    assert sum(o.requests_kept for o in result.namespaces) == 0
+    assert not result.not_read_again
+    assert "written for another account" in caplog.text
+    assert state(warehouse) == expected
+
+
+def _rewrite_account(path: Path, account: str) -> None:
+    """Rewrite a journal's header as if another account had written it (checksums right)."""
+    import struct
+    import zlib
+
+    import orjson
+
+    data = path.read_bytes()
+    length, _ = struct.unpack_from("<II", data, 0)
+    header = orjson.loads(data[8:8 + length])
+    header["account"] = account
+    payload = orjson.dumps(header)
+    path.write_bytes(struct.pack("<II", len(payload), zlib.crc32(payload)) + payload + data[8 + length:])
+
+
+def test_a_connection_removed_after_the_crash_is_retired_not_loaded(tmp_path: Path) -> None:
+    with SandboxServer(scale="small", today=TODAY) as server:
+        warehouse = tmp_path / "warehouse.duckdb"
+        sync(server, warehouse)  # a first full sync: the connection is current
+        ns = server.world.namespaces[-1]
+        removed = next(c for c, _ in server.world.readable_pairs(ns) if c != ns)
+        _reset(server)
+        sync(server, tmp_path / "probe.duckdb")
+        full = _stats(server)["total"]
+        server.faults.latency_ms = 5
+        try:
+            _kill_at(server, warehouse, int(full * 0.6))
+        finally:
+            server.faults.latency_ms = 0
+        journals = resumable_journals(Warehouse(warehouse))
+        assert ns in {j.namespace for j in journals}, "the kill came after the namespace committed"
+        server.world.remove_connection(ns, removed)
+        result = sync(server, warehouse)
+        assert not result.failed
+        reference = tmp_path / "reference.duckdb"
+        sync(server, reference)
+    current = ("select count(*) from raw.connections where namespace_company_id = ? "
+               "and company_id = ? and _dlt_valid_to is null")
+    assert query(warehouse, current, ns, removed) == [(0,)]
+    assert query(warehouse, current.replace("is null", "is not null"), ns, removed) == [(1,)]
+    questionnaires = ("select count(*) from raw.questionnaires where namespace_company_id = ? "
+                      "and company_id = ? and _dlt_valid_to is null")
+    assert query(warehouse, questionnaires, ns, removed) == [(0,)]
+    live = {name: [row for row in rows] for name, rows in state(reference).items()}
+    assert _current(warehouse) == _current(reference), live.keys()
+
+
+def _current(warehouse: Path) -> list[tuple[Any, ...]]:
+    return sorted(query(warehouse, "select namespace_company_id, company_id, company_type_id, content_hash "
+                                   "from raw.questionnaires where _dlt_valid_to is null"))
