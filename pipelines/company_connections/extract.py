@@ -462,7 +462,7 @@ class _NamespaceReader:
         )
         if questionnaire is None:
             return
-        forms_json = _json(questionnaire.raw_forms)
+        forms_json = questionnaire.raw_json.decode()
         self.stage.append(
             "questionnaires",
             {
@@ -490,7 +490,7 @@ class _NamespaceReader:
             if document.id in seen:  # a document listed twice is one document
                 continue
             seen.add(document.id)
-            document_json = _json(document.raw)
+            document_json = document.raw_json.decode()
             self.stage.append(
                 "documents",
                 {
@@ -526,7 +526,7 @@ class _NamespaceReader:
             {
                 "namespace_company_id": self.ns,
                 "company_type_id": company_type_id,
-                "forms_json": _json(template.raw_forms),
+                "forms_json": template.raw_json.decode(),
                 "synced_at": self.synced_at,
             },
         )

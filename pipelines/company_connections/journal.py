@@ -76,14 +76,23 @@ def _documents(body: Any) -> list[Document]:
     return adapter(list[Document]).validate_python(body)
 
 
+def _documents_json(documents: list[Document]) -> orjson.Fragment:
+    return orjson.Fragment(b"[" + b",".join(d.raw_json for d in documents) + b"]")
+
+
+def _forms(forms: Any) -> Questionnaire:
+    return Questionnaire.from_body({"forms": forms})
+
+
 #: endpoint name (as in ``sync_issues.endpoint``) -> (answer to JSON, JSON to answer).
-#: The JSON is what the service sent, so the answer is rebuilt exactly as parsed first.
+#: The JSON is what the service sent, so the answer is rebuilt exactly as parsed first;
+#: forms and documents reuse the JSON their staged rows are made of (``raw_json``).
 CODECS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
-    "company": (lambda c: c.model_dump(by_alias=True, mode="json"), Company.model_validate),
-    "connection": (lambda c: c.model_dump(by_alias=True, mode="json"), ConnectionDetail.model_validate),
-    "questionnaire": (lambda q: q.raw_forms, lambda forms: Questionnaire.from_body({"forms": forms})),
-    "template": (lambda q: q.raw_forms, lambda forms: Questionnaire.from_body({"forms": forms})),
-    "documents": (lambda docs: [d.raw for d in docs], _documents),
+    "company": (lambda c: orjson.Fragment(c.model_dump_json(by_alias=True)), Company.model_validate),
+    "connection": (lambda c: orjson.Fragment(c.model_dump_json(by_alias=True)), ConnectionDetail.model_validate),
+    "questionnaire": (lambda q: orjson.Fragment(q.raw_json), _forms),
+    "template": (lambda q: orjson.Fragment(q.raw_json), _forms),
+    "documents": (_documents_json, _documents),
 }
 #: The endpoints whose outcomes are journaled (never user-info or the connection list).
 JOURNALED_ENDPOINTS = frozenset(CODECS)

@@ -17,6 +17,7 @@ import re
 from functools import cached_property
 from typing import Annotated, Any
 
+import orjson
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, model_validator
 
 from .settings import PAGE_ITEM_KEYS, PAGE_NEXT_KEYS, TOKEN_KEYS
@@ -188,6 +189,11 @@ class Questionnaire(_Model):
         """The typed forms, validated from `raw_forms` on first access."""
         return _FORMS.validate_python(self.raw_forms)
 
+    @cached_property
+    def raw_json(self) -> bytes:
+        """`raw_forms` as JSON, serialised once for every use (the staged row, the journal)."""
+        return orjson.dumps(self.raw_forms)
+
     @classmethod
     def from_body(cls, body: Any) -> Questionnaire:
         """Take a body shaped ``{questionnaires: {forms: [...]}}``.
@@ -236,6 +242,11 @@ class Document(_Model):
     issue_date: str | None = Field(default=None, alias="issueDate")
     expiration_date: str | None = Field(default=None, alias="expirationDate")
     raw: dict[str, Any] = {}
+
+    @cached_property
+    def raw_json(self) -> bytes:
+        """`raw` as JSON, serialised once for every use (the staged row, the journal)."""
+        return orjson.dumps(self.raw)
 
     @model_validator(mode="before")
     @classmethod
