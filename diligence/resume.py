@@ -36,7 +36,8 @@ def journal_dir(owner: Warehouse) -> Path:
 class ResumePlan:
     """The journals of one sync and the namespaces it does not read again."""
 
-    journals: Any  # pipelines.company_connections.JournalBook
+    #: a pipelines.company_connections.JournalBook (None: `resume_within` is 0)
+    journals: Any
     #: namespace -> why it is not read again
     skip: dict[str, str]
 
@@ -66,6 +67,8 @@ def plan_resume(owner: Warehouse, settings: Any, *, sync_id: str, started_at: da
     and the namespaces an interrupted sync of the same kind had committed."""
     from pipelines.company_connections import JournalBook, JournalIdentity
 
+    if settings.resume_within <= 0:  # resuming is off: nothing is journaled
+        return ResumePlan(None, {})
     identity = JournalIdentity.of(settings.base_url, settings.email, resources)
     book = JournalBook(journal_dir(owner), identity, sync_id=sync_id, started_at=started_at,
                        resume_within=settings.resume_within, restart=restart)
