@@ -37,8 +37,15 @@ postgres:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql-15; }
 
-bench: install
+# The main benchmark, then the side-by-side sections of benchmarks/RESULTS.md: a hostile
+# service (ours and dlt's rest_api under the same faults), the shared rate budget's cost,
+# resuming an interrupted sync, and a lake namespace's fixed cost.
+bench: install postgres
 	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.hostile
+	$(BIN)/python -m benchmarks.budget_cost
+	$(BIN)/python -m benchmarks.resume
+	$(BIN)/python -m benchmarks.lake --fixed-cost --scale small --latency-ms 0
 
 # The benchmark's end-to-end smoke test, kept out of `make test` (marker `bench`).
 bench-smoke: install
