@@ -42,7 +42,7 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -156,17 +156,21 @@ def _encode(payload: Any) -> bytes:
     return _RECORD.pack(len(data), zlib.crc32(data)) + data
 
 
-def _records(data: bytes) -> Iterator[tuple[int, int, bytes]]:
-    """(offset, end, payload) of every intact record; stops at a torn or corrupt one."""
+def _records(file: BinaryIO) -> Iterator[tuple[int, int, bytes]]:
+    """(offset, end, payload) of every intact record of `file`, read one at a time (so
+    memory holds one record, however long the journal); stops at a torn or corrupt one."""
     offset = 0
-    while offset + _RECORD.size <= len(data):
-        length, crc = _RECORD.unpack_from(data, offset)
-        start, end = offset + _RECORD.size, offset + _RECORD.size + length
-        if length > _MAX_RECORD or end > len(data):
+    while True:
+        head = file.read(_RECORD.size)
+        if len(head) < _RECORD.size:
             return
-        payload = data[start:end]
-        if zlib.crc32(payload) != crc:
+        length, crc = _RECORD.unpack(head)
+        if length > _MAX_RECORD:
             return
+        payload = file.read(length)
+        if len(payload) < length or zlib.crc32(payload) != crc:
+            return
+        end = offset + _RECORD.size + length
         yield offset, end, payload
         offset = end
 
@@ -188,13 +192,16 @@ def _read(path: Path) -> _Contents | None:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
-    try:
-        with os.fdopen(fd, "rb") as file:
-            data = file.read()
-    except OSError:
-        return None
+    with os.fdopen(fd, "rb", buffering=1 << 20) as file:
+        try:
+            return _read_records(file, os.fstat(fd).st_size)
+        except OSError:
+            return None
+
+
+def _read_records(file: BinaryIO, size: int) -> _Contents | None:
     contents: _Contents | None = None
-    for offset, end, payload in _records(data):
+    for offset, end, payload in _records(file):
         try:
             record = orjson.loads(payload)
         except orjson.JSONDecodeError:
@@ -211,7 +218,7 @@ def _read(path: Path) -> _Contents | None:
             break
         contents.intact = end
     if contents is not None:
-        contents.size = len(data)
+        contents.size = size
     return contents
 
 
