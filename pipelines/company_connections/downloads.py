@@ -10,7 +10,9 @@
 * refuses a body over `max_download_bytes`, announced or counted while streaming,
   after decoding under the cap (:mod:`.inflate`: no decompression bomb) (`Retryable`, final);
 * streams to ``.<name>.<random>.part`` beside `dest` while hashing (SHA-256), then
-  renames it over `dest`; the part file never stays behind.
+  renames it over `dest`; the part file never stays behind. The part file is created
+  new (``O_EXCL | O_NOFOLLOW``) and the rename replaces a symlink at `dest` rather
+  than writing through it, so no symlink in the folder is ever followed.
 
 Statuses and transport errors go through the client's own rules (`_check_status`,
 `_transport_failed`), so a download fails and retries exactly as an API request.
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["DownloadResult", "download_once"]
 
 TRANSPORT_ERRORS = (httpx.TransportError, httpx.DecodingError)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 @dataclass(frozen=True)
@@ -82,8 +85,9 @@ async def download_once(client: ServiceClient, url: httpx.URL, path: str, dest: 
                     if length is not None and length.isdigit() and int(length) > cap:
                         raise _too_large(client, int(length))
                     digest, size = hashlib.sha256(), 0
-                    # owner-only from the first byte: documents are confidential
-                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                    # owner-only from the first byte: documents are confidential; a new
+                    # file only, never through a symlink or over one placed there
+                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
                     with os.fdopen(fd, "wb") as handle:
                         try:
                             async for chunk in bounded_bytes(response, cap):
