@@ -564,6 +564,10 @@ def sandbox(
     ] = "sandbox-password",
     scale: Annotated[str, typer.Option(help="small, medium or large.")] = "small",
     seed: Annotated[int, typer.Option(help="Seed of the generated data.")] = 7,
+    hostile: Annotated[
+        bool, typer.Option(help="Serve hostile counterparty text (formulas, escapes, HTML, traversal "
+                           "names), an oversize document and a too deeply nested answer.")
+    ] = False,
     drift: Annotated[
         bool, typer.Option(help="Add unknown field types, extra properties and missing expiry dates.")
     ] = False,
@@ -642,6 +646,7 @@ def sandbox(
         scale=scale,
         seed=seed,
         drift=drift,
+        hostile=hostile,
         faults=faults,
         email=email,
         password=password,
