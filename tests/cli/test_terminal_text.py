@@ -115,8 +115,12 @@ def test_sync_summary_lines_escape_upstream_namespaces(monkeypatch) -> None:  # 
     assert "[link=http://evil.test]x[/link]" in shown
 
 
-def test_json_summary_carries_no_raw_control_character() -> None:
+def test_json_summary_carries_no_raw_control_character(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    text = json.dumps({"error": HOSTILE}, indent=2)  # as diligence.summary.write_summary does
-    assert "\x1b" not in text and json.loads(text)["error"] == HOSTILE
+    from diligence.summary import write_summary
+
+    path = write_summary({"namespaces": [{"namespace_company_id": HOSTILE, "error": HOSTILE}]},
+                         tmp_path / "summary.json")
+    text = path.read_text()
+    assert "\x1b" not in text and json.loads(text)["namespaces"][0]["error"] == HOSTILE
