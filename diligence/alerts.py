@@ -26,6 +26,8 @@ from pathlib import Path
 
 import duckdb
 
+from .safe_text import terminal_text
+
 __all__ = ["DocumentAlert", "RunAlerts", "run_alerts", "previous_run_at", "MAX_LISTED"]
 
 #: Documents listed per section of a message; the rest are counted ("... and N more").
@@ -101,8 +103,10 @@ class DocumentAlert:
             if self.status == "expired"
             else f"expires {self.expiration_day} (in {self.days_until_expiry} days)"
         )
-        kind = f" ({self.category})" if self.category else ""
-        return f"- {self.company_name or self.company_id}: {self.document_name or self.document_id}{kind}, {when}"
+        kind = f" ({terminal_text(self.category)})" if self.category else ""
+        company = terminal_text(self.company_name or self.company_id)
+        document = terminal_text(self.document_name or self.document_id)
+        return f"- {company}: {document}{kind}, {when}"
 
 
 @dataclass
@@ -151,7 +155,9 @@ class RunAlerts:
                     lines.append(f"... and {len(alerts) - MAX_LISTED} more")
         if self.failed_namespaces:
             lines += ["", f"Failed namespaces, previous data kept ({len(self.failed_namespaces)}):"]
-            lines += [f"- {namespace}: {why}" for namespace, why in self.failed_namespaces]
+            lines += [
+                f"- {terminal_text(namespace)}: {terminal_text(why)}" for namespace, why in self.failed_namespaces
+            ]
         return "\n".join(lines)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import DiligenceError
+from .safe_text import terminal_text
 
 __all__ = ["CheckError", "CheckReport", "NamespaceRights", "run_check"]
 
@@ -137,12 +138,13 @@ def run_check(
 
 
 def report_lines(report: CheckReport) -> list[str]:
-    """The lines `diligence check` prints for a passing check."""
-    lines = [f"ok  base URL {report.base_url}", f"ok  credentials accepted ({report.auth})"]
+    """The lines `diligence check` prints for a passing check (upstream text in them
+    has its control characters escaped; print them without markup)."""
+    lines = [f"ok  base URL {terminal_text(report.base_url)}", f"ok  credentials accepted ({report.auth})"]
     for ns in report.namespaces:
         denied = f", {ns.denied} denied" if ns.denied else ""
         lines.append(
-            f"ok  namespace {ns.namespace_company_id}: {ns.connections} connections, "
+            f"ok  namespace {terminal_text(ns.namespace_company_id)}: {ns.connections} connections, "
             f"{ns.readable} readable ({ns.readable_targets} questionnaires with their documents){denied}"
         )
     connections = sum(ns.connections for ns in report.namespaces)

@@ -28,6 +28,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from .consoles import make_console
+from .safe_text import console_text
 from .warehouse import DEFAULT_WAREHOUSE
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -396,7 +397,7 @@ def _print_sync(result: Any) -> None:
             resumed = (f"; resumed: {outcome.requests_kept:,} of "
                        f"{outcome.requests_kept + outcome.requests:,} requests kept{since}")
         out.print(
-            f"{mark:6} {outcome.namespace_company_id}: {outcome.requests} requests, "
+            f"{mark:6} {console_text(outcome.namespace_company_id)}: {outcome.requests} requests, "
             f"{outcome.rows} rows, {outcome.issues} sync issues, {outcome.duration_seconds:.1f}s{resumed}",
             highlight=False,
         )
@@ -473,7 +474,7 @@ def check(
     report = run_check(base_url=base_url, namespaces=namespace, source_options=options)
     lines = report_lines(report)
     for line in lines if not _quiet() else lines[-1:]:
-        out.print(line, highlight=False)
+        out.print(line, highlight=False, markup=False)
 
 
 # -- models / export -------------------------------------------------------------------
@@ -563,6 +564,10 @@ def sandbox(
     ] = "sandbox-password",
     scale: Annotated[str, typer.Option(help="small, medium or large.")] = "small",
     seed: Annotated[int, typer.Option(help="Seed of the generated data.")] = 7,
+    hostile: Annotated[
+        bool, typer.Option(help="Serve hostile counterparty text (formulas, escapes, HTML, traversal "
+                           "names), an oversize document and a too deeply nested answer.")
+    ] = False,
     drift: Annotated[
         bool, typer.Option(help="Add unknown field types, extra properties and missing expiry dates.")
     ] = False,
@@ -641,6 +646,7 @@ def sandbox(
         scale=scale,
         seed=seed,
         drift=drift,
+        hostile=hostile,
         faults=faults,
         email=email,
         password=password,

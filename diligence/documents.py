@@ -110,6 +110,11 @@ async def _fetch_all(client: ServiceClient, pending: list[dict[str, Any]]) -> tu
         for attempt in (1, 2):  # a signed URL may expire before its download starts
             try:
                 url = await client.document_url(ns, doc)
+                if dest.parent.resolve() != dest.parent:  # a symlinked folder: never followed
+                    log.error("document %s of %s: a folder of %s is a symlink; not written",
+                              doc, ns, dest.parent)
+                    failed += 1
+                    return
                 make_dirs(dest.parent)
                 result = await client.download(url.url, dest)
                 protect(dest)

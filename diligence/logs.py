@@ -1,9 +1,12 @@
-"""Logging set-up for the CLI: plain lines on stderr, secrets masked on the way out."""
+"""Logging set-up for the CLI: plain lines on stderr, secrets masked and control
+characters escaped on the way out."""
 
 from __future__ import annotations
 
 import logging
 import re
+
+from .safe_text import terminal_text
 
 _BEARER = re.compile(r"(?i)(bearer\s+|basic\s+)[A-Za-z0-9._~+/=-]+")
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
@@ -34,6 +37,19 @@ class SecretMaskingFilter(logging.Filter):
         return True
 
 
+class TerminalTextFilter(logging.Filter):
+    """Shows the control characters of every record's message as `\\xNN` (see
+    :func:`diligence.safe_text.terminal_text`): upstream text quoted in a log line can
+    neither send escape sequences to the terminal nor forge a second log line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        shown = terminal_text(message)
+        if shown != message:
+            record.msg, record.args = shown, None
+        return True
+
+
 #: `verbosity` of :func:`configure_logging`
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 
@@ -50,6 +66,7 @@ def configure_logging(
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(SecretMaskingFilter(secrets))
+    handler.addFilter(TerminalTextFilter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(logging.ERROR if verbosity == QUIET and not debug else logging.WARNING)

@@ -13,6 +13,8 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from .safe_text import console_text, terminal_text
+
 log = logging.getLogger("diligence.sync")
 
 
@@ -126,12 +128,12 @@ class SyncProgress:
             return
         task = self._tasks.get(namespace)
         if task is None:
-            task = self._progress.add_task("", total=counts.planned, namespace=namespace[:12], rows=0,
+            task = self._progress.add_task("", total=counts.planned, namespace=console_text(namespace[:12]), rows=0,
                                            waiting="")
             self._tasks[namespace] = task
         waiting = self.waits.get(namespace)
         self._progress.update(task, total=counts.planned, completed=counts.done, rows=counts.rows,
-                              waiting=f"· {waiting}" if waiting else "")
+                              waiting=f"· {console_text(waiting)}" if waiting else "")
 
     def _log(self, namespace: str, *, force: bool = False) -> None:
         now = time.monotonic()
@@ -142,9 +144,9 @@ class SyncProgress:
         waiting = self.waits.get(namespace)
         log.info(
             "namespace %s: %d/%d requests, %d rows%s",
-            namespace,
+            terminal_text(namespace),
             counts.done,
             counts.planned,
             counts.rows,
-            f"; waiting: {waiting}" if waiting else "",
+            f"; waiting: {terminal_text(waiting)}" if waiting else "",
         )

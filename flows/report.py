@@ -125,8 +125,11 @@ def summary_markdown(
 
 
 def _jsonable(value: Any) -> Any:
+    """A table artifact cell: dates as ISO text, upstream text with controls escaped."""
     if isinstance(value, (datetime, date)):
         return value.isoformat()
+    if isinstance(value, str):
+        return terminal_text(value)
     return value
 
 

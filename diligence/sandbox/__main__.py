@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=7, help="data seed")
     parser.add_argument("--drift", action="store_true",
                         help="add unknown field types, extra properties and missing expiry dates")
+    parser.add_argument("--hostile", action="store_true",
+                        help="serve hostile counterparty text (formulas, escapes, HTML, traversal "
+                             "names), an oversize document and a too deeply nested answer")
     parser.add_argument("--today", type=date.fromisoformat, default=None,
                         help="anchor date of document expiries (YYYY-MM-DD, default today UTC)")
     parser.add_argument("--email", default=DEFAULT_EMAIL, help="account e-mail")
@@ -75,7 +78,7 @@ def serve_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments for :func:`diligence.sandbox.server.serve` from parsed arguments."""
     return {
         "port": args.port, "host": args.host, "scale": args.scale, "seed": args.seed,
-        "drift": args.drift, "today": args.today, "email": args.email,
+        "drift": args.drift, "hostile": args.hostile, "today": args.today, "email": args.email,
         "password": args.password, "page_size": args.page_size,
         "url_ttl_seconds": args.url_ttl_seconds, "renew_expired": args.renew_expired,
         "faults": faults_from_args(args),

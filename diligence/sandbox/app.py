@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 import orjson
 
@@ -33,6 +33,7 @@ from diligence.sandbox.admin import handle_admin
 from diligence.sandbox.auth import AuthError, Claims, TokenAuthority
 from diligence.sandbox.data import Access, World
 from diligence.sandbox.faults import FaultInjector, Faults, Outcome
+from diligence.sandbox.hostile import hostile_error
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -202,6 +203,8 @@ class SandboxApp:
             result = error(405, "Method not allowed") if endpoint < 0 else error(404, "Not found")
         else:
             result = self._handle(endpoint, args, scope)
+        if self.world.hostile and result[0] in (403, 404):
+            result = hostile_error(result)
         if outcome is Outcome.MALFORMED:
             self.stats.injected["malformed"] += 1
             self.stats.record(endpoint, 200)
@@ -392,8 +395,11 @@ class SandboxApp:
                     status = 200
                     pdf = name.endswith(".pdf")
                     ctype = b"application/pdf" if pdf else b"application/octet-stream"
+                    # RFC 6266/5987: any name (quotes, control characters) fits the header
                     headers = [(b"content-disposition",
-                                f'attachment; filename="{name}"'.encode("latin-1", "replace"))]
+                                f"attachment; filename*=UTF-8''{quote(name, safe='')}".encode("ascii"))]
+        if self.world.hostile and status in (403, 404):
+            status, body, headers = hostile_error((status, body, headers))
         self.stats.files[str(status)] += 1
         return status, body, headers, ctype
 

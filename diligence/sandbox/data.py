@@ -24,6 +24,7 @@ from typing import Any
 
 from diligence.sandbox import generate as gen
 from diligence.sandbox import vocab
+from diligence.sandbox.hostile import make_hostile
 from diligence.sandbox.truth import QuestionnaireStats, compute_truth
 
 __all__ = ["SCALES", "Access", "Connection", "Namespace", "World", "build_world"]
@@ -131,6 +132,12 @@ class World:
         self._doc_index_complete = False
         self._truth: tuple[int, dict[str, Any]] | None = None
         self._template_types: dict[str, list[str]] = {}
+        #: document id -> bytes appended to its file (`diligence.sandbox.hostile`)
+        self.file_padding: dict[str, int] = {}
+        #: document ids whose file answers 404 (`diligence.sandbox.hostile`)
+        self.missing_files: set[str] = set()
+        #: serves the hostile data of `diligence.sandbox.hostile`
+        self.hostile = False
 
     # ------------------------------------------------------------ structure
 
@@ -340,10 +347,13 @@ class World:
     def document_file(self, document_id: str) -> tuple[str, bytes] | None:
         """(file name, bytes) of a document, or None if it does not exist."""
         found = self.document(document_id)
-        if found is None:
+        if found is None or document_id in self.missing_files:
             return None
         company_id, _, doc = found
         content = gen.render_file(doc, self.companies[company_id]["name"])
+        padding = self.file_padding.get(document_id, 0)
+        if padding:
+            content += b"\n%" + b"x" * padding
         return str(doc.get("name", document_id)), content
 
     def update_document(self, document_id: str, *, set_fields: dict[str, Any] | None = None,
@@ -428,7 +438,7 @@ def _pick_types(r: Any, k: int) -> list[str]:
 
 
 def build_world(scale: str = "small", seed: int = 7, drift: bool = False,
-                today: date | None = None) -> World:
+                today: date | None = None, hostile: bool = False) -> World:
     """Build the deterministic world for ``scale`` (``small``, ``medium``,
     ``large``) and ``seed``; ``today`` (default: the current UTC date) anchors
     document dates.
@@ -438,6 +448,7 @@ def build_world(scale: str = "small", seed: int = 7, drift: bool = False,
     companies of its own. One own connection is a ghost (listed, detail 404);
     another has no received rights. Received rights cover 1-3 company types; a
     shared company grants the same two types to most namespaces it is in.
+    ``hostile`` adds the attacks of :mod:`diligence.sandbox.hostile`.
     """
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
@@ -484,5 +495,8 @@ def build_world(scale: str = "small", seed: int = 7, drift: bool = False,
         )
         ns.by_id = {c.company_id: c for c in conns}
         namespaces.append(ns)
-    return World(scale=scale, seed=seed, drift=drift, today=today,
-                 companies=companies, namespaces=namespaces)
+    world = World(scale=scale, seed=seed, drift=drift, today=today,
+                  companies=companies, namespaces=namespaces)
+    if hostile:
+        make_hostile(world)
+    return world

@@ -75,6 +75,7 @@ from typing import Any, NoReturn, Self, TypeVar
 import httpx
 
 from . import settings as s
+from .addresses import check_download_address
 from .auth import TokenManager, TokenStore
 from .downloads import DownloadResult, download_once
 from .errors import (
@@ -114,6 +115,7 @@ from .transport import AiohttpTransport, CertificateError, NameResolutionError
 from .urls import (
     checked_download_url,
     header_id,
+    is_loopback,
     origin,
     path_of,
     segment,
@@ -190,6 +192,7 @@ class ServiceClient:
         ca_bundle: str | None = None,
         verify_tls: bool = True,
         allow_insecure_http: bool = False,
+        allow_private_downloads: bool = False,
         transport: httpx.AsyncBaseTransport | None = None,
         user_agent: str = s.USER_AGENT,
         max_response_bytes: int = s.DEFAULT_MAX_RESPONSE_BYTES,
@@ -200,6 +203,7 @@ class ServiceClient:
     ) -> None:
         self._base = validate_base_url(base_url, allow_insecure_http)
         self._allow_insecure_http = allow_insecure_http
+        self._allow_private_downloads = allow_private_downloads
         if password and not email:
             raise ConfigurationError("a password needs an email")
         if not password and not access_token:
@@ -273,6 +277,8 @@ class ServiceClient:
             limits=limits,
             headers={"User-Agent": self._user_agent, s.ACCEPT_HEADER: "application/json"},
             follow_redirects=False,
+            # this client only downloads documents: each request, redirects included, is checked
+            event_hooks={"request": [self._check_download_request]},
         )
         # Every response allocates many short-lived objects; with the default gen-0
         # threshold (700) the collector rescans the young heap thousands of times per
@@ -366,8 +372,11 @@ class ServiceClient:
     async def download(self, url: str, dest: pathlib.Path) -> DownloadResult:
         """Stream a signed document URL to `dest` (temp file, then rename).
 
-        Sends no Authorization header; follows redirects; retried like any request.
-        The rate limit applies only when the URL is on the service's own origin.
+        Sends no Authorization header (not to the service's origin either, so no redirect
+        can carry one); follows redirects, each checked like the first URL: https (http
+        only to loopback), and a public address unless `allow_private_downloads` (see
+        :mod:`.addresses`); retried like any request. The rate limit applies only when
+        the URL is on the service's own origin.
         """
         target = checked_download_url(url, self._allow_insecure_http)
         path = path_of(target)
@@ -375,6 +384,13 @@ class ServiceClient:
         dest = pathlib.Path(dest)
         return await self.retries.run(
             "GET", path, None, lambda attempt: download_once(self, target, path, dest, limited, attempt))
+
+    async def _check_download_request(self, request: httpx.Request) -> None:
+        """Before each download request (redirects too): http(s) rules of
+        `checked_download_url`, then a public address (see :mod:`.addresses`)."""
+        target = checked_download_url(str(request.url), self._allow_insecure_http)
+        await check_download_address(target, allow_private=self._allow_private_downloads,
+                                     allow_loopback=is_loopback(httpx.URL(self._base).host))
 
     # Pipeline --------------------------------------------------------------------------
 

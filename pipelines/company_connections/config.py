@@ -59,6 +59,9 @@ class SourceSettings(BaseConfiguration):
     token_store_path: Optional[str] = DEFAULT_TOKEN_FILE
     ca_bundle: Optional[str] = None
     allow_insecure_http: bool = False
+    #: document downloads may go to private and link-local addresses (loopback is
+    #: allowed anyway when base_url is on loopback)
+    allow_private_downloads: bool = False
     #: rows per table held in memory per namespace before they go to the staged file
     batch_size: int = DEFAULT_BATCH_SIZE
     #: an answer larger than this is refused (a clear error, not exhausted memory)
@@ -97,6 +100,7 @@ class SourceSettings(BaseConfiguration):
             backoff_initial=self.backoff_initial,
             ca_bundle=self.ca_bundle,
             allow_insecure_http=self.allow_insecure_http,
+            allow_private_downloads=self.allow_private_downloads,
             max_response_bytes=self.max_response_bytes,
             max_download_bytes=self.max_download_bytes,
             relogin_budget=self.relogin_budget,

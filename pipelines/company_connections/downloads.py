@@ -7,10 +7,12 @@
   service's own origin (a storage host is not the service), and reports 429s there;
 * sends no Authorization header, accepts anything, follows redirects (through the
   client's `httpx.AsyncClient`, on the same transport);
-* refuses a body over `max_download_bytes`, announced or counted while streaming
-  (`Retryable`, final);
+* refuses a body over `max_download_bytes`, announced or counted while streaming,
+  after decoding under the cap (:mod:`.inflate`: no decompression bomb) (`Retryable`, final);
 * streams to ``.<name>.<random>.part`` beside `dest` while hashing (SHA-256), then
-  renames it over `dest`; the part file never stays behind.
+  renames it over `dest`; the part file never stays behind. The part file is created
+  new (``O_EXCL | O_NOFOLLOW``) and the rename replaces a symlink at `dest` rather
+  than writing through it, so no symlink in the folder is ever followed.
 
 Statuses and transport errors go through the client's own rules (`_check_status`,
 `_transport_failed`), so a download fails and retries exactly as an API request.
@@ -30,6 +32,7 @@ import httpx
 
 from . import settings as s
 from .errors import ConfigurationError
+from .inflate import BodyTooLarge, bounded_bytes
 from .responses import retry_after
 from .retries import Retryable
 
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["DownloadResult", "download_once"]
 
 TRANSPORT_ERRORS = (httpx.TransportError, httpx.DecodingError)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 @dataclass(frozen=True)
@@ -81,15 +85,17 @@ async def download_once(client: ServiceClient, url: httpx.URL, path: str, dest: 
                     if length is not None and length.isdigit() and int(length) > cap:
                         raise _too_large(client, int(length))
                     digest, size = hashlib.sha256(), 0
-                    # owner-only from the first byte: documents are confidential
-                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                    # owner-only from the first byte: documents are confidential; a new
+                    # file only, never through a symlink or over one placed there
+                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
                     with os.fdopen(fd, "wb") as handle:
-                        async for chunk in response.aiter_bytes(s.DOWNLOAD_CHUNK_SIZE):
-                            size += len(chunk)
-                            if size > cap:
-                                raise _too_large(client, size)
-                            handle.write(chunk)
-                            digest.update(chunk)
+                        try:
+                            async for chunk in bounded_bytes(response, cap):
+                                size += len(chunk)
+                                handle.write(chunk)
+                                digest.update(chunk)
+                        except BodyTooLarge as exc:
+                            raise _too_large(client, exc.size) from None
                     content_type = response.headers.get("content-type")
                     status = response.status_code
             except TRANSPORT_ERRORS as exc:

@@ -27,6 +27,7 @@ import httpx
 import orjson
 
 from . import settings as s
+from .inflate import BodyTooLarge, bounded_bytes
 from .models import split_page, token_from_body
 from .retries import Retryable
 
@@ -40,31 +41,29 @@ class Refused(ValueError):
 
 async def read_body(response: httpx.Response, request: httpx.Request,
                     cap: int) -> httpx.Response:
-    """Read the body into memory, refusing one over `cap` bytes (`max_response_bytes`)."""
+    """Read the body into memory, refusing one over `cap` bytes (`max_response_bytes`):
+    announced, counted while read, or inflating past it (decoded under the cap as it
+    streams, see :mod:`.inflate`, so a decompression bomb never fills memory)."""
     length = response.headers.get("content-length")
     try:
         if response.is_stream_consumed:  # built in memory (a mock transport)
-            pass
-        elif length is not None and length.isdigit():
-            if int(length) > cap:
-                raise _too_large(response.status_code, int(length), cap)
-            await response.aread()
-        else:
-            chunks, size = [], 0
-            async for chunk in response.aiter_raw():
-                size += len(chunk)
-                if size > cap:
-                    raise _too_large(response.status_code, size, cap)
-                chunks.append(chunk)
-            response = httpx.Response(response.status_code, headers=response.headers,
-                                      content=b"".join(chunks), request=request,
-                                      extensions=response.extensions)
-        if len(response.content) > cap:  # a compressed body inflating past the cap
-            raise _too_large(response.status_code, len(response.content), cap)
+            if len(response.content) > cap:
+                raise _too_large(response.status_code, len(response.content), cap)
+            return response
+        if length is not None and length.isdigit() and int(length) > cap:
+            raise _too_large(response.status_code, int(length), cap)
+        try:
+            chunks = [chunk async for chunk in bounded_bytes(response, cap)]
+        except BodyTooLarge as exc:
+            raise _too_large(response.status_code, exc.size, cap) from None
+        headers = httpx.Headers(response.headers)
+        headers.pop("content-encoding", None)  # the chunks are decoded already
+        headers.pop("content-length", None)
+        return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks),
+                              request=request, extensions=response.extensions)
     finally:
         if not response.is_closed:
             await response.aclose()
-    return response
 
 
 def _too_large(status: int, size: int, cap: int) -> Retryable:

@@ -99,7 +99,8 @@ DEFAULT_TOKEN_FILE = "data/.access_token"
 MESSAGE_MAX_CHARS = 300
 
 # Downloads.
-DOWNLOAD_CHUNK_SIZE = 64 * 1024
+# Compressed bodies are inflated at most this many bytes at a time (see inflate.py).
+DECODE_CHUNK_SIZE = 64 * 1024
 
 # Size caps: an answer larger than this is refused (not retried) instead of being
 # held in memory; document downloads have their own, larger cap.

@@ -171,7 +171,8 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             options["ssl"] = self._tls()
         if self._proxies and (proxy := self._proxy(url.scheme, url.host)):
             options["proxy"] = proxy
-        body = request.content or None  # requests are built with their content in memory
+        # built with their content in memory, except httpx's redirects (a stream to read)
+        body = (await request.aread()) or None
         try:
             response = await session.request(
                 request.method, URL(str(url), encoded=True), headers=request.headers.multi_items(),

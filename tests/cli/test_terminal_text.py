@@ -24,3 +24,103 @@ def test_status_escapes_upstream_errors_and_names() -> None:
     assert "\x1b" not in shown
     assert "\\x1b]8;;http://evil.test" in shown
     assert "[link=http://evil.test]x[/link]" in shown
+
+
+def _console() -> tuple[Console, io.StringIO]:
+    buffer = io.StringIO()
+    return Console(file=buffer, width=400, force_terminal=True, color_system=None), buffer
+
+
+def test_check_lines_show_upstream_namespaces_escaped() -> None:
+    from diligence.check import CheckReport, NamespaceRights, report_lines
+
+    report = CheckReport(base_url="http://127.0.0.1:1", auth="password login", available=[HOSTILE])
+    report.namespaces = [NamespaceRights(namespace_company_id=HOSTILE, connections=1)]
+    shown = "\n".join(report_lines(report))
+    assert "\x1b" not in shown
+    assert "\\x1b]8;;http://evil.test" in shown
+
+
+def test_progress_bar_and_log_lines_escape_upstream_text(caplog) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    from diligence.progress import SyncProgress
+
+    console, buffer = _console()
+    with SyncProgress(console=console, interval=0.0) as progress:
+        progress.live = False
+        progress._progress = None  # the log-line rendering, as under cron or Prefect
+        with caplog.at_level(logging.INFO, logger="diligence"):
+            progress.planned(HOSTILE, 2)
+            progress.waiting(HOSTILE, "\x1b[2Jretry-after")
+            progress.done(HOSTILE, 1, 3)
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "\x1b" not in logged and "\\x1b]8;;http://evil.test" in logged
+
+
+def test_live_progress_bar_shows_markup_and_escapes_as_text() -> None:
+    from diligence.progress import SyncProgress
+
+    console, buffer = _console()
+    progress = SyncProgress(console=console, interval=0.0)
+    progress.live = True
+    with progress:
+        progress.planned("\x1b[2J[b]n[/b]", 2)
+        progress.waiting("\x1b[2J[b]n[/b]", "\x1b]0;t\x07[red]x[/red]")
+        progress._progress.refresh()  # type: ignore[union-attr]
+    shown = buffer.getvalue()
+    assert "\\x1b[2J[b]n[/b]" in shown and "\\x1b]0;t\\x07[red]x[/red]" in shown
+    assert "\x1b[2J" not in shown.replace("\x1b[2K", "") and "\x1b]0;t" not in shown
+
+
+def test_log_lines_escape_control_characters(capsys) -> None:  # type: ignore[no-untyped-def]
+    import logging
+
+    from diligence.logs import configure_logging
+
+    configure_logging()
+    try:
+        logging.getLogger("diligence.test").warning("upstream said %s", HOSTILE + "\nforged line")
+    finally:
+        logging.getLogger().handlers[:] = []
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b]8;;" in err
+    assert "\\x0aforged line" in err and err.count("\n") == 1
+
+
+def test_alert_lines_escape_upstream_names() -> None:
+    from diligence.alerts import DocumentAlert, RunAlerts
+
+    alert = DocumentAlert("ns", "c", HOSTILE, "d", "\x1b[31mdoc", "\x07cat", "expired", "2026-01-01", -1)
+    alerts = RunAlerts(previous_run_at=None, expiring_within_days=30, newly_expired=[alert],
+                       failed_namespaces=[(HOSTILE, "\x1b[2J")])
+    body = alerts.body()
+    assert "\x1b" not in body and "\x07" not in body
+    assert "\\x1b[31mdoc" in body
+
+
+def test_sync_summary_lines_escape_upstream_namespaces(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from types import SimpleNamespace
+
+    from diligence import cli
+
+    console, buffer = _console()
+    monkeypatch.setattr(cli, "out", console)
+    outcome = SimpleNamespace(namespace_company_id=HOSTILE, status="success", requests=1, rows=2,
+                              issues=0, duration_seconds=0.1, requests_kept=0, kept_since=None)
+    cli._print_sync(SimpleNamespace(namespaces=[outcome], failed=[], resources=None,
+                                    warehouse="w.duckdb", seconds=0.2))
+    shown = buffer.getvalue()
+    assert "\x1b]8;;http://evil.test" not in shown
+    assert "[link=http://evil.test]x[/link]" in shown
+
+
+def test_json_summary_carries_no_raw_control_character(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from diligence.summary import write_summary
+
+    path = write_summary({"namespaces": [{"namespace_company_id": HOSTILE, "error": HOSTILE}]},
+                         tmp_path / "summary.json")
+    text = path.read_text()
+    assert "\x1b" not in text and json.loads(text)["namespaces"][0]["error"] == HOSTILE

@@ -27,3 +27,25 @@ def test_terminal_text_shows_control_characters_escaped() -> None:
 def test_markdown_text_is_one_line_without_markup() -> None:
     # renders as `a|b\x0a*c*`: one cell, no emphasis, the line break shown
     assert markdown_text("a|b\n*c*") == "a\\|b\\\\x0a\\*c\\*"
+
+
+def test_expiring_documents_table_shows_controls_escaped(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import duckdb
+
+    from flows.report import expiring_documents
+
+    warehouse = tmp_path / "w.duckdb"
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("create schema analytics")
+        con.execute(
+            "create table analytics.document_expiry as select 'ns' as namespace_company_id, "
+            "'c1' as company_id, ? as company_name, 't1' as company_type_id, 'd1' as document_id, "
+            "? as document_name, 'cat' as category, 'pdf' as type, date '2026-01-01' as expiration_date, "
+            "-3 as days_until_expiry, 'expired' as expiry_status",
+            [HOSTILE, "\x1b[31mred\x1b[0m"],
+        )
+    rows, total = expiring_documents(warehouse)
+    assert total == 1
+    assert "\x1b" not in rows[0]["company_name"] + rows[0]["document_name"]
+    assert rows[0]["document_name"] == "\\x1b[31mred\\x1b[0m"
+    assert rows[0]["expiration_date"] == "2026-01-01"

@@ -45,3 +45,22 @@ def test_documents_are_downloaded_once_and_again_when_changed(
     changed = download_documents(warehouse, folder, base_url=sandbox.base_url)
     assert changed.downloaded >= 1 and changed.unchanged == current - changed.downloaded
     assert httpx.get(f"{sandbox.base_url}/_sandbox/stats").json()["files"] != downloads
+
+
+def test_a_symlinked_folder_in_the_download_folder_is_never_written_through(
+    sandbox: SandboxServer, warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__EMAIL", DEFAULT_EMAIL)
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__PASSWORD", DEFAULT_PASSWORD)
+    folder, outside = tmp_path / "files", tmp_path / "outside"
+    outside.mkdir()
+    sync(sandbox, warehouse)
+    namespaces = [ns for (ns,) in query(
+        warehouse, "select distinct namespace_company_id from raw.documents where _dlt_valid_to is null")]
+    folder.mkdir()
+    from diligence.documents import _safe
+
+    (folder / _safe(namespaces[0], "ns")).symlink_to(outside, target_is_directory=True)
+    summary = download_documents(warehouse, folder, base_url=sandbox.base_url)
+    assert summary.failed >= 1
+    assert list(outside.iterdir()) == []
