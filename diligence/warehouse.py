@@ -152,13 +152,32 @@ def pipeline_for(warehouse: Path, connection: Any = None) -> SupportsPipeline:
         credentials = DuckDbCredentials(connection, session_timezone=None)
     else:
         credentials = DuckDbCredentials(str(warehouse), global_config={"memory_limit": LOAD_MEMORY_LIMIT})
-    return dlt.pipeline(
+    pipeline = dlt.pipeline(
         pipeline_name=PIPELINE_NAME,
         destination=DuckDbDestination(credentials),
         dataset_name=RAW_DATASET,
         pipelines_dir=str(pipelines_dir),
         progress=None,
     )
+    if not pipeline.first_run and not _holds_dlt_state(warehouse, connection):
+        # The file was deleted (or replaced) while dlt's working folder stayed: its
+        # state says tables exist that the new file lacks, so dlt would not create them.
+        pipeline = pipeline.drop()
+    return pipeline
+
+
+def _holds_dlt_state(warehouse: Path, connection: Any = None) -> bool:
+    """Whether `warehouse` holds dlt's record of the `raw` schema (``raw._dlt_version``)."""
+    import duckdb
+
+    sql = ("select count(*) from information_schema.tables where table_catalog = current_database() "
+           f"and table_schema = '{RAW_DATASET}' and table_name = '_dlt_version'")
+    if connection is not None:
+        return bool(connection.execute(sql).fetchone()[0])
+    if not warehouse.exists():
+        return False
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return bool(con.execute(sql).fetchone()[0])
 
 
 #: Locks this process holds, per (warehouse, thread): nested steps reuse the lock.

@@ -64,3 +64,21 @@ def test_a_symlinked_folder_in_the_download_folder_is_never_written_through(
     summary = download_documents(warehouse, folder, base_url=sandbox.base_url)
     assert summary.failed >= 1
     assert list(outside.iterdir()) == []
+
+
+def test_a_warehouse_deleted_beside_its_pipeline_folder_starts_afresh(
+    sandbox: SandboxServer, warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user deletes the warehouse file but not `.dlt-pipelines/` next to it: dlt's old
+    state must not make it skip creating tables in the new file (downloads included)."""
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__EMAIL", DEFAULT_EMAIL)
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__PASSWORD", DEFAULT_PASSWORD)
+    sync(sandbox, warehouse)
+    assert download_documents(warehouse, tmp_path / "first", base_url=sandbox.base_url).failed == 0
+    warehouse.unlink()
+    warehouse.with_name(warehouse.name + ".wal").unlink(missing_ok=True)
+    assert not sync(sandbox, warehouse).failed
+    again = download_documents(warehouse, tmp_path / "again", base_url=sandbox.base_url)
+    (current,) = query(warehouse, "select count(*) from raw.documents where _dlt_valid_to is null")[0]
+    assert (again.downloaded, again.failed) == (current, 0)
+    assert query(warehouse, "select count(*) from raw.document_files")[0][0] == current
