@@ -14,8 +14,10 @@ The shape:
   (``USE``), so ``raw.*`` and ``analytics.*`` resolve exactly as in a DuckDB file: the
   models, checks and exports run unchanged on it.
 - :func:`lake_pipeline_parts` is what the dlt pipeline factory needs for one namespace's
-  run: the ducklake destination plus the isolation concurrent writers need
-  (dlt-hub/dlt#4297: own pipeline name, pipelines dir and staging dataset).
+  run: the destination (dlt's DuckDB destination over a step's :func:`connect`, so the
+  run attaches the lake once; or dlt's ducklake destination) plus the isolation
+  concurrent writers need (dlt-hub/dlt#4297: own pipeline name, pipelines dir and
+  staging dataset).
 - :func:`analyst_attach_sql` is the read-only ATTACH analysts paste into DuckDB.
 
 The extensions (ducklake, postgres) load from the ``duckdb-extension-*`` wheels, so no

@@ -350,7 +350,8 @@ class Warehouse:
         check the catalog and data path once and create the `raw` schema, so concurrent
         writers never initialise an empty catalog at the same time, then keep the lake
         attached (one :meth:`session`) for the whole step: what the step reads or builds
-        through :meth:`session` reuses that one ATTACH. Re-entrant: a step run inside
+        through :meth:`session`, and what dlt loads through :meth:`pipeline`, reuses
+        that one ATTACH. Re-entrant: a step run inside
         another step's `writing` reuses the lock (and the lake's session).
         """
         if self.path is None:
