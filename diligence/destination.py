@@ -33,6 +33,8 @@ from dlt.destinations.impl.duckdb.configuration import DuckDbClientConfiguration
 from dlt.destinations.impl.duckdb.duck import DuckDbClient
 from dlt.destinations.impl.duckdb.sql_client import DuckDbSqlClient
 
+from .lake import DEFAULT_ALIAS
+
 __all__ = ["DuckDbDestination", "LakeClient", "LakeDestination", "LakeSqlClient"]
 
 #: dlt's name of its own DuckDB factory (``dlt.destinations.duckdb``)
@@ -83,7 +85,7 @@ class LakeSqlClient(DuckDbSqlClient):
 
     #: the lake's catalog in the connection dlt loads through: the alias of
     #: :func:`diligence.lake.connect`
-    lake_catalog: ClassVar[str] = "lake"
+    lake_catalog: ClassVar[str] = DEFAULT_ALIAS
 
     def catalog_name(self, quote: bool = True, casefold: bool = True) -> Optional[str]:
         name = self.capabilities.casefold_identifier(self.lake_catalog) if casefold else self.lake_catalog
