@@ -14,8 +14,10 @@ The shape:
   (``USE``), so ``raw.*`` and ``analytics.*`` resolve exactly as in a DuckDB file: the
   models, checks and exports run unchanged on it.
 - :func:`lake_pipeline_parts` is what the dlt pipeline factory needs for one namespace's
-  run: the ducklake destination plus the isolation concurrent writers need
-  (dlt-hub/dlt#4297: own pipeline name, pipelines dir and staging dataset).
+  run: the destination (dlt's DuckDB destination over a step's :func:`connect`, so the
+  run attaches the lake once; or dlt's ducklake destination) plus the isolation
+  concurrent writers need (dlt-hub/dlt#4297: own pipeline name, pipelines dir and
+  staging dataset).
 - :func:`analyst_attach_sql` is the read-only ATTACH analysts paste into DuckDB.
 
 The extensions (ducklake, postgres) load from the ``duckdb-extension-*`` wheels, so no
@@ -61,6 +63,8 @@ METADATA_SCHEMA = "public"
 CONNECT_TIMEOUT_SECONDS = 10
 PIPELINE_PREFIX = "company_connections"
 RAW_DATASET = "raw"
+#: The time zone of dlt's DuckDB sessions while it loads (dlt's own default).
+LOAD_TIME_ZONE = "UTC"
 EXTENSIONS = ("ducklake", "postgres")
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
@@ -242,6 +246,7 @@ def lake_pipeline_parts(
     *,
     pipelines_root: Path,
     ducklake_name: str = DEFAULT_ALIAS,
+    connection: duckdb.DuckDBPyConnection | None = None,
 ) -> LakePipelineParts:
     """The dlt destination and the per-namespace isolation for one namespace's run.
 
@@ -251,18 +256,63 @@ def lake_pipeline_parts(
     load packages of confidential rows) and staging dataset. Use it as
     ``dlt.pipeline(pipeline_name=..., pipelines_dir=..., destination=...,
     dataset_name=...)``.
+
+    With `connection` (a writable :func:`connect` of `location` with the lake attached
+    as `ducklake_name`, closed by its owner) dlt loads through it: its jobs run on
+    duplicates of that connection, so the run attaches the lake no more than once.
+    Without, dlt's ducklake destination opens (and attaches) a DuckDB of its own for
+    the run's initialisation, each table's job and its completion.
     """
     if not location.is_lake:
         raise WarehouseLocationError(
             f"{location.display()} is a DuckDB file, not a DuckLake: no lake pipeline for it"
         )
     _require_identifier(ducklake_name)
-    import dlt
-    from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials
-
     slug = namespace_slug(namespace)
     layout = f"%s_staging_{slug}"
     pipelines_dir = make_dirs(pipelines_root.expanduser().resolve() / slug, own=True)
+    if connection is not None:
+        destination = _connection_destination(connection, ducklake_name, layout)
+    else:
+        destination = _ducklake_destination(location, ducklake_name, layout)
+    return LakePipelineParts(
+        pipeline_name=f"{PIPELINE_PREFIX}_{slug}",
+        pipelines_dir=pipelines_dir,
+        dataset_name=RAW_DATASET,
+        staging_dataset_name_layout=layout,
+        destination=destination,
+    )
+
+
+def _connection_destination(
+    connection: duckdb.DuckDBPyConnection, ducklake_name: str, layout: str
+) -> Destination[Any, Any]:
+    """dlt's DuckDB destination over `connection`, qualifying names with the lake's
+    catalog `ducklake_name`."""
+    from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
+
+    from .destination import LakeDestination, LakeSqlClient
+
+    if ducklake_name != LakeSqlClient.lake_catalog:
+        raise WarehouseLocationError(
+            f"dlt loads through a connection with the lake attached as "
+            f"{LakeSqlClient.lake_catalog!r}, not {ducklake_name!r}"
+        )
+    # dlt's sessions load in UTC (its default); set on each of its duplicates only, so
+    # the owner's own session keeps its time zone.
+    credentials = DuckDbCredentials(
+        connection, session_timezone=None, local_config={"TimeZone": LOAD_TIME_ZONE}
+    )
+    return LakeDestination(credentials=credentials, staging_dataset_name_layout=layout)
+
+
+def _ducklake_destination(
+    location: WarehouseLocation, ducklake_name: str, layout: str
+) -> Destination[Any, Any]:
+    """dlt's ducklake destination: a DuckDB of its own, attaching the lake, per job."""
+    import dlt
+    from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials
+
     assert location.data_path is not None
     credentials = DuckLakeCredentials(
         ducklake_name,
@@ -273,16 +323,7 @@ def lake_pipeline_parts(
     # The ducklake attach autoloads the extensions from DuckDB's extension directory:
     # install them there from the wheels once per process.
     install_extensions()
-    destination = dlt.destinations.ducklake(
-        credentials=credentials, staging_dataset_name_layout=layout
-    )
-    return LakePipelineParts(
-        pipeline_name=f"{PIPELINE_PREFIX}_{slug}",
-        pipelines_dir=pipelines_dir,
-        dataset_name=RAW_DATASET,
-        staging_dataset_name_layout=layout,
-        destination=destination,
-    )
+    return dlt.destinations.ducklake(credentials=credentials, staging_dataset_name_layout=layout)
 
 
 def is_commit_conflict(exc: BaseException) -> bool:

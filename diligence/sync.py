@@ -211,7 +211,8 @@ def _prepare(owner: Warehouse, namespace: str | None, prepared: set[str | None])
 
 def _loading(owner: Warehouse) -> contextlib.AbstractContextManager[Any]:
     """A file is opened once for the whole sync and every namespace's dlt run loads
-    through that connection (a lake's pipelines bring their own).
+    through that connection (a lake's runs load through the session that
+    :meth:`Warehouse.writing` keeps for the step).
 
     Each load is durable at its commit (DuckDB's WAL). Writing the WAL into the file (a
     checkpoint, ~0.2 s per namespace of the `medium` profile) is done while the fetch

@@ -342,7 +342,8 @@ class Warehouse:
         self._pipelines_root = pipelines_root
         self._pipelines: dict[str | None, SupportsPipeline] = {}
         #: the session connection the file's pipeline loads through (None: its own)
-        self._pipeline_con: Any = None
+        #: the session connection each pipeline loads through (None: its own)
+        self._pipeline_cons: dict[str | None, Any] = {}
         self._locked = False
         self._checked = False
         self._con: Any = None
@@ -368,7 +369,8 @@ class Warehouse:
         check the catalog and data path once and create the `raw` schema, so concurrent
         writers never initialise an empty catalog at the same time, then keep the lake
         attached (one :meth:`session`) for the whole step: what the step reads or builds
-        through :meth:`session` reuses that one ATTACH. Re-entrant: a step run inside
+        through :meth:`session`, and what dlt loads through :meth:`pipeline`, reuses
+        that one ATTACH. Re-entrant: a step run inside
         another step's `writing` reuses the lock (and the lake's session).
         """
         if self.path is None:
@@ -425,21 +427,21 @@ class Warehouse:
     def pipeline(self, namespace: str | None = None) -> SupportsPipeline:
         """The dlt pipeline that writes `raw` (created once per owner). A lake has one per
         namespace (dlt-hub/dlt#4297: concurrent runs must not share pipeline state or
-        staging dataset), so `namespace` is required there. A file's pipeline made while
-        a :meth:`session` is open loads through the session's connection, so a sync's
-        runs open the file once; it is made again for a later session."""
+        staging dataset), so `namespace` is required there. A pipeline made while a
+        :meth:`session` is open loads through the session's connection, so a sync's runs
+        open the file, or attach the lake, once; it is made again for a later session."""
         if self.path is not None:
             namespace = None
         elif namespace is None:
             raise ValueError("a lake's pipeline belongs to one namespace: pass it")
-        if self.path is not None and self._pipeline_con is not self._con:
-            self._pipelines.pop(None, None)  # made for another (closed) session
+        if self._pipeline_cons.get(namespace) is not self._con:
+            self._pipelines.pop(namespace, None)  # made for another (closed) session
         if namespace not in self._pipelines:
             if self.path is not None:
                 self._pipelines[None] = pipeline_for(self.path, self._con)
-                self._pipeline_con = self._con
             else:
                 self._pipelines[namespace] = self._lake_pipeline(namespace)
+            self._pipeline_cons[namespace] = self._con
         return self._pipelines[namespace]
 
     def pipelines(self) -> list[SupportsPipeline]:
@@ -452,7 +454,9 @@ class Warehouse:
         from .lake import lake_pipeline_parts
 
         make_dirs(self.pipelines_root, own=True)
-        parts = lake_pipeline_parts(self.location, namespace, pipelines_root=self.pipelines_root)
+        parts = lake_pipeline_parts(
+            self.location, namespace, pipelines_root=self.pipelines_root, connection=self._con
+        )
         _configure_dlt()
         return dlt.pipeline(
             pipeline_name=parts.pipeline_name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 ROWS_PER_NAMESPACE = 500
 
@@ -28,17 +29,34 @@ def company_rows(namespace: str, changed: int = 0) -> list[dict[str, str]]:
 
 
 def load_namespace(
-    uri: str, data_path: str, namespace: str, pipelines_root: str, changed: int = 0
+    uri: str, data_path: str, namespace: str, pipelines_root: str, changed: int = 0,
+    through_connection: bool = False,
 ) -> int:
     """Load the namespace's companies (scd2, retiring only its own rows); returns the
-    number of rows dlt reports loaded."""
-    import dlt
-
+    number of rows dlt reports loaded. With `through_connection`, dlt loads through a
+    connection of this process with the lake attached (as a sync step does), else
+    through dlt's ducklake destination."""
     from diligence import lake
     from diligence.location import parse_location
 
     location = parse_location(uri, data_path)
-    parts = lake.lake_pipeline_parts(location, namespace, pipelines_root=Path(pipelines_root))
+    if not through_connection:
+        return _load(location, namespace, pipelines_root, changed, None)
+    con = lake.connect(location)
+    try:
+        return _load(location, namespace, pipelines_root, changed, con)
+    finally:
+        con.close()
+
+
+def _load(location: Any, namespace: str, pipelines_root: str, changed: int, con: Any) -> int:
+    import dlt
+
+    from diligence import lake
+
+    parts = lake.lake_pipeline_parts(
+        location, namespace, pipelines_root=Path(pipelines_root), connection=con
+    )
 
     @dlt.resource(
         name="companies",

@@ -1,14 +1,22 @@
 """A step attaches the lake once: however often it reads or writes the warehouse
 through its owner, the catalog sees the sessions of one ATTACH (plus the catalog probe
-of the first check), counted by PostgreSQL itself (``pg_stat_database.sessions``)."""
+of the first check), counted by PostgreSQL itself (``pg_stat_database.sessions``). A
+namespace's sync, dlt's load included, is such a step."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 
 from diligence import lake
 from diligence.location import WarehouseLocation, parse_conninfo
+from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from diligence.warehouse import Warehouse
 
 from .postgres import PostgresCluster
@@ -63,3 +71,47 @@ def test_a_step_attaches_the_lake_once(
     expected = _opened(postgres, dbname, one_attach)
     assert expected >= 1
     assert _opened(postgres, dbname, step) == expected
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SandboxServer]:
+    with SandboxServer(scale="small") as sandbox:
+        yield sandbox
+
+
+def _sync(args: list[str], cwd: Path, **extra: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DILIGENCE_"))}
+    env.update({"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
+                "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD, **extra})
+    done = subprocess.run([sys.executable, "-m", "diligence", "sync", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_namespace_sync_attaches_the_lake_once(
+    postgres: PostgresCluster, lake_location: WarehouseLocation, server: SandboxServer,
+    tmp_path: Path,
+) -> None:
+    """`diligence sync --namespace X` (its dlt load included) opens the catalog sessions
+    of one step: the catalog probe and one ATTACH, as a step without dlt does.
+
+    dlt's jobs run one at a time here (``LOAD__WORKERS=1``): side by side, the one
+    ATTACH's pool opens a PostgreSQL connection per transaction running at once, a
+    number that depends on timing; one at a time, its one connection serves them all."""
+    dbname = parse_conninfo(lake_location.conninfo or "")["dbname"]
+    options = ["--no-models", "--warehouse", lake_location.uri,
+               "--data-path", str(lake_location.data_path), "--base-url", server.base_url]
+    _sync(options, tmp_path)  # every namespace in: the runs below change tables, not create
+    namespace = server.truth()["namespaces"][0]
+
+    def one_step() -> None:
+        lake.check_location(lake_location)
+        lake.connect(lake_location).close()
+
+    expected = _opened(postgres, dbname, one_step)
+    def namespace_sync() -> None:
+        _sync(["--namespace", namespace, *options], tmp_path, LOAD__WORKERS="1")
+
+    assert _opened(postgres, dbname, namespace_sync) == expected

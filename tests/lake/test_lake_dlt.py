@@ -1,12 +1,15 @@
 """dlt writes a lake through `lake_pipeline_parts`: one pipeline, and two namespaces'
 pipelines at the same time (dlt-hub/dlt#4297: with their own pipeline names, dirs and
-staging datasets they lose no rows and duplicate none)."""
+staging datasets they lose no rows and duplicate none); through dlt's ducklake
+destination and through a connection with the lake attached alike."""
 
 from __future__ import annotations
 
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+import pytest
 
 from diligence import lake
 from diligence.location import WarehouseLocation
@@ -27,7 +30,13 @@ def _versions(location: WarehouseLocation) -> list[tuple]:
         con.close()
 
 
-def test_a_pipeline_loads_into_the_lake(lake_location: WarehouseLocation, tmp_path: Path) -> None:
+THROUGH = pytest.mark.parametrize("through_connection", [False, True], ids=["ducklake", "connection"])
+
+
+@THROUGH
+def test_a_pipeline_loads_into_the_lake(
+    lake_location: WarehouseLocation, tmp_path: Path, through_connection: bool
+) -> None:
     parts = lake.lake_pipeline_parts(lake_location, "ns-a", pipelines_root=tmp_path / "p")
     assert parts.pipeline_name == f"company_connections_{lake.namespace_slug('ns-a')}"
     assert parts.pipelines_dir == (tmp_path / "p" / lake.namespace_slug("ns-a")).resolve()
@@ -37,8 +46,10 @@ def test_a_pipeline_loads_into_the_lake(lake_location: WarehouseLocation, tmp_pa
         lake_location, "ns-b", pipelines_root=tmp_path / "p"
     ).staging_dataset_name_layout
 
+    lake.initialise(lake_location)
     load_namespace(
-        lake_location.uri, lake_location.data_path, "ns-a", str(tmp_path / "p")
+        lake_location.uri, lake_location.data_path, "ns-a", str(tmp_path / "p"),
+        through_connection=through_connection,
     )
     rows = _versions(lake_location)
     expected = sorted(
@@ -62,12 +73,15 @@ def test_a_pipeline_loads_into_the_lake(lake_location: WarehouseLocation, tmp_pa
         con.close()
 
 
-def _load_both(location: WarehouseLocation, root: Path, changed: int) -> None:
+def _load_both(
+    location: WarehouseLocation, root: Path, changed: int, through_connection: bool
+) -> None:
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=len(NAMESPACES), mp_context=context) as pool:
         futures = [
             pool.submit(
-                load_namespace, location.uri, location.data_path, namespace, str(root), changed
+                load_namespace, location.uri, location.data_path, namespace, str(root), changed,
+                through_connection,
             )
             for namespace in NAMESPACES
         ]
@@ -75,8 +89,9 @@ def _load_both(location: WarehouseLocation, root: Path, changed: int) -> None:
             future.result(timeout=240)
 
 
+@THROUGH
 def test_two_namespaces_load_concurrently_without_loss_or_duplicates(
-    lake_location: WarehouseLocation, tmp_path: Path
+    lake_location: WarehouseLocation, tmp_path: Path, through_connection: bool
 ) -> None:
     root = tmp_path / "pipelines"
     expected_first = sorted(
@@ -85,16 +100,16 @@ def test_two_namespaces_load_concurrently_without_loss_or_duplicates(
         for r in company_rows(namespace)
     )
     lake.initialise(lake_location)  # once, before the writers fan out
-    _load_both(lake_location, root, changed=0)
+    _load_both(lake_location, root, changed=0, through_connection=through_connection)
     assert _versions(lake_location) == expected_first
 
     # again, unchanged: idempotent
-    _load_both(lake_location, root, changed=0)
+    _load_both(lake_location, root, changed=0, through_connection=through_connection)
     assert _versions(lake_location) == expected_first
 
     # again with ten renamed companies per namespace: each namespace retires its own ten
     # old versions only, and every company has exactly one current version
-    _load_both(lake_location, root, changed=10)
+    _load_both(lake_location, root, changed=10, through_connection=through_connection)
     rows = _versions(lake_location)
     assert len(rows) == len(NAMESPACES) * (ROWS_PER_NAMESPACE + 10)
     current = [row for row in rows if row[4]]
