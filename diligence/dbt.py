@@ -106,6 +106,14 @@ class DbtRun:
         return None
 
 
+@dataclass(frozen=True)
+class Description:
+    """What a model's YAML says about its table and columns."""
+
+    table: str
+    columns: dict[str, str]
+
+
 def profile(
     location: WarehouseLocation,
     *,
@@ -212,6 +220,20 @@ def invoke(
     if outcome.exception is not None:
         return DbtRun(success=False, error=_first_line(outcome.exception))
     return DbtRun(success=bool(outcome.success), nodes=_nodes(outcome.result), result=outcome.result)
+
+
+def descriptions(target: str = "build", project_dir: Path = PROJECT_DIR) -> dict[str, Description]:
+    """The YAML descriptions of the models this process last parsed for `target`, by
+    model name (models without any description are left out)."""
+    manifest = _manifests.get((str(project_dir), target))
+    described: dict[str, Description] = {}
+    for node in getattr(manifest, "nodes", {}).values():
+        if getattr(node.resource_type, "value", "") != "model":
+            continue
+        columns = {name: column.description for name, column in node.columns.items() if column.description}
+        if node.description or columns:
+            described[node.name] = Description(table=node.description, columns=columns)
+    return described
 
 
 def location_of(warehouse: Any) -> WarehouseLocation:

@@ -30,7 +30,9 @@ from .dbt import (
     PROJECT_DIR,
     STAGING_SCHEMA,
     DbtRun,
+    Description,
     describe_failure,
+    descriptions,
     invoke,
     location_of,
 )
@@ -122,7 +124,7 @@ def build_models(
     }
     try:
         with _session(warehouse, location) as con:
-            row_counts = swap_into_analytics(con)
+            row_counts = swap_into_analytics(con, descriptions("build", project_dir))
     except duckdb.Error as exc:
         raise ModelError("swap into analytics", str(exc).splitlines()[0]) from exc
     return ModelsResult(
@@ -134,9 +136,12 @@ def build_models(
     )
 
 
-def swap_into_analytics(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+def swap_into_analytics(
+    con: duckdb.DuckDBPyConnection, described: dict[str, Description] | None = None
+) -> dict[str, int]:
     """In one transaction: replace schema `analytics` by a copy of `analytics_build`
-    (tables and their descriptions), then drop `analytics_build`. Returns the row count
+    (tables and the comments the build wrote), describe its tables and columns from
+    `described` (the project's YAML), then drop `analytics_build`. Returns the row count
     of each analytics table, by qualified name."""
     catalog = con.execute("select current_database()").fetchone()[0]  # type: ignore[index]
     tables = [
@@ -157,6 +162,7 @@ def swap_into_analytics(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
                 f'create table {ANALYTICS_SCHEMA}."{table}" as select * from {BUILD_SCHEMA}."{table}"'
             )
         copy_comments(con, catalog, catalog, source_schema=BUILD_SCHEMA)
+        _describe(con, tables, described or {})
         con.execute(f"drop schema {BUILD_SCHEMA} cascade")
         for table in tables:
             count = con.execute(f'select count(*) from {ANALYTICS_SCHEMA}."{table}"').fetchone()
@@ -215,6 +221,31 @@ def copy_comments(
             )
             written += 1
     return written
+
+
+def _describe(con: duckdb.DuckDBPyConnection, tables: list[str], described: dict[str, Description]) -> None:
+    """COMMENT ON each table of `analytics` and each of its columns that `described` has."""
+    for table in tables:
+        description = described.get(table)
+        if description is None:
+            continue
+        if description.table:
+            con.execute(
+                f'comment on table {ANALYTICS_SCHEMA}."{table}" is {_sql_literal(description.table)}'
+            )
+        present = {
+            row[0]
+            for row in con.execute(
+                "select column_name from duckdb_columns() where database_name = current_database() "
+                "and schema_name = ? and table_name = ?",
+                [ANALYTICS_SCHEMA, table],
+            ).fetchall()
+        }
+        for column, text in description.columns.items():
+            if column in present:
+                con.execute(
+                    f'comment on column {ANALYTICS_SCHEMA}."{table}"."{column}" is {_sql_literal(text)}'
+                )
 
 
 def _model_error(run: DbtRun) -> ModelError:

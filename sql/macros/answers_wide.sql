@@ -18,20 +18,17 @@
     {{ return(listed) }}
 {%- endmacro %}
 
-{#- comment_wide_columns(relation, columns_relation): describe each field column of
-    answers_wide by the field it holds (a post-hook; the key columns are described in
-    YAML and persisted by persist_docs). -#}
+{#- comment_wide_columns(relation, columns_relation): the statements that describe each
+    field column of answers_wide by the field it holds (a post-hook; the key columns are
+    described in YAML). -#}
 {% macro comment_wide_columns(relation, columns_relation) -%}
     {%- if execute -%}
         {%- set result = run_query(
             "select column_name, field_id, field_label from " ~ columns_relation
         ) -%}
         {%- for row in result.rows -%}
-            {%- set text = "answer_text of field " ~ row[1] ~ " (" ~ (row[2] or "no label") ~ ")" -%}
-            {%- do run_query(
-                "comment on column " ~ relation ~ "." ~ adapter.quote(row[0])
-                ~ " is " ~ sql_string(text)
-            ) -%}
-        {%- endfor -%}
+            comment on column {{ relation }}.{{ adapter.quote(row[0]) }} is
+            {{ sql_string("answer_text of field " ~ row[1] ~ " (" ~ (row[2] or "no label") ~ ")") }};
+        {% endfor -%}
     {%- endif -%}
 {%- endmacro %}
