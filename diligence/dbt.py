@@ -121,9 +121,12 @@ def profile(
     duckdb_threads: int | None = None,
     targets: Sequence[str] = ("build", "analytics"),
     default_target: str = "analytics",
+    read_only: bool = False,
 ) -> dict[str, Any]:
     """The dbt profile for `location` (no password in it, see the module docstring)."""
     attach: dict[str, Any] = {"alias": CATALOG}
+    if read_only:
+        attach["read_only"] = True
     if location.is_lake:
         pairs = {k: v for k, v in parse_conninfo(location.conninfo or "").items() if k not in SECRET_KEYS}
         pairs.setdefault("connect_timeout", str(CONNECT_TIMEOUT_SECONDS))
@@ -172,11 +175,13 @@ def invoke(
     memory_limit: str | None = None,
     duckdb_threads: int | None = None,
     project_dir: Path = PROJECT_DIR,
+    read_only: bool = False,
 ) -> DbtRun:
     """Run one dbt command (``["run"]``, ``["test", "--select", "x"]``, ...) on `location`.
 
     Never raises for a failing model or test (see :attr:`DbtRun.success`); raises
-    :class:`DbtError` when dbt cannot run at all.
+    :class:`DbtError` when dbt cannot run at all. `read_only` attaches the warehouse
+    read-only (tests, docs, source freshness).
     """
     from dbt.adapters.duckdb.connections import DuckDBConnectionManager
     from dbt.cli.main import dbtRunner
@@ -188,7 +193,14 @@ def invoke(
     target_dir = project_dir / "target" / f"diligence-{target}"
     target_dir.mkdir(parents=True, exist_ok=True)
     with _lock, _checkout_lock(project_dir), _profiles_dir(
-        profile(location, memory_limit=memory_limit, duckdb_threads=duckdb_threads, targets=(target,), default_target=target)
+        profile(
+            location,
+            memory_limit=memory_limit,
+            duckdb_threads=duckdb_threads,
+            targets=(target,),
+            default_target=target,
+            read_only=read_only,
+        )
     ) as profiles_dir, _catalog_password(location):
         common = [
             "--project-dir", str(project_dir),
@@ -196,7 +208,7 @@ def invoke(
             "--target", target,
             "--target-path", str(target_dir),
             "--log-path", str(target_dir),
-            "--quiet",
+            "--log-level", "none",  # nothing on stdout: results come back as objects
             "--log-level-file", "warn",
             "--no-send-anonymous-usage-stats",
             "--no-use-colors",
