@@ -29,6 +29,7 @@ from .dbt import (
     BUILD_SCHEMA,
     PROJECT_DIR,
     STAGING_SCHEMA,
+    DbtError,
     DbtRun,
     Description,
     describe_failure,
@@ -248,10 +249,11 @@ def _describe(con: duckdb.DuckDBPyConnection, tables: list[str], described: dict
                 )
 
 
-def _model_error(run: DbtRun) -> ModelError:
+def _model_error(run: DbtRun) -> DiligenceError:
+    """ModelError naming the failed model; DbtError when dbt could not run at all."""
     failed = run.first_failure()
     if failed is None:
-        return ModelError("dbt", run.error or describe_failure(run, "dbt run"))
+        return DbtError(describe_failure(run, "dbt run"))
     message = failed.message or failed.status
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     detail = next((line for line in lines if not line.startswith("Runtime Error")), lines[0] if lines else "")
