@@ -135,7 +135,8 @@ def profile(
     else:
         assert location.path is not None
         attach["path"] = str(location.path.expanduser().resolve())
-    settings: dict[str, Any] = {}
+    # unqualified names (see sql/macros/relations.sql) resolve in the warehouse
+    settings: dict[str, Any] = {"search_path": f"{CATALOG}.main"}
     if memory_limit is not None:
         settings["memory_limit"] = memory_limit
         if duckdb_threads is not None:
@@ -150,8 +151,7 @@ def profile(
             "threads": DBT_THREADS,
             "attach": [attach],
         }
-        if settings:
-            output["settings"] = settings
+        output["settings"] = settings
         outputs[target] = output
     return {PROFILE_NAME: {"target": default_target, "outputs": outputs}}
 

@@ -31,7 +31,7 @@
                 {%- endif %} as {{ name }}{{ "," if not loop.last }}
             {%- endfor %}
             {% if existing is not none -%}
-                from {{ existing }}
+                from {{ existing.include(database=False) }}
             {%- else -%}
                 where false
             {%- endif %}

@@ -345,3 +345,16 @@ def test_answers_wide_without_answers(tmp_path: Path) -> None:
             "company_type_id": "t1",
         }
     ]
+
+
+def test_views_resolve_when_the_file_is_attached_under_another_name(clean_warehouse: Path) -> None:
+    build_models(clean_warehouse, as_of=AS_OF)
+    with duckdb.connect() as con:
+        con.execute(f"attach '{clean_warehouse}' as elsewhere (read_only)")
+        views = con.execute(
+            "select schema_name, view_name from duckdb_views() "
+            "where database_name = 'elsewhere' and not internal"
+        ).fetchall()
+        assert len(views) >= 16
+        for schema, view in views:
+            con.execute(f'select count(*) from elsewhere."{schema}"."{view}"').fetchall()
