@@ -62,6 +62,9 @@ DBT_THREADS = 1
 #: Seconds libpq waits for the lake's catalog before giving up.
 CONNECT_TIMEOUT_SECONDS = 10
 
+#: The warehouse of the profile dbt parses with (never opened: parsing does not connect).
+PARSE_LOCATION = WarehouseLocation(path=Path("/dev/null/warehouse.duckdb"))
+
 _lock = threading.Lock()
 _manifests: dict[tuple[str, str], Any] = {}
 
@@ -217,10 +220,7 @@ def invoke(
             key = (str(project_dir), target)
             manifest = _manifests.get(key)
             if manifest is None:
-                parsed = dbtRunner().invoke(["parse", *common])
-                if not parsed.success or parsed.result is None:
-                    raise DbtError(f"dbt could not parse {project_dir.name}/: {_first_line(parsed.exception)}")
-                manifest = _manifests[key] = parsed.result
+                manifest = _manifests[key] = _parse(project_dir, target, common)
             args = [*command, *common]
             if variables:
                 args += ["--vars", yaml.safe_dump(variables, default_flow_style=True).strip()]
@@ -256,6 +256,25 @@ def location_of(warehouse: Any) -> WarehouseLocation:
     if isinstance(location, WarehouseLocation):
         return location
     return parse_location(str(warehouse), None)
+
+
+def _parse(project_dir: Path, target: str, common: list[str]) -> Any:
+    """Parse the project for `target` with the one profile every parse uses.
+
+    dbt keeps a parse for the next process (partial parsing) only while the profile's
+    connection values are the same; the warehouse's path and memory limit are not needed
+    to parse, so the parse gets a fixed profile (never connected to) and the run its real
+    one, with the parsed manifest."""
+    from dbt.cli.main import dbtRunner
+
+    fixed = profile(PARSE_LOCATION, targets=(target,), default_target=target)
+    args = list(common)
+    with _profiles_dir(fixed) as parse_profiles:
+        args[args.index("--profiles-dir") + 1] = str(parse_profiles)
+        parsed = dbtRunner().invoke(["parse", *args])
+    if not parsed.success or parsed.result is None:
+        raise DbtError(f"dbt could not parse {project_dir.name}/: {_first_line(parsed.exception)}")
+    return parsed.result
 
 
 def forget_parse(project_dir: Path = PROJECT_DIR) -> None:
