@@ -13,12 +13,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from .checks import CheckResult, run_checks
 from .models import ModelError, ModelsResult, build_models
 from .publish import publish_analytics
-from .warehouse import MODELS_MEMORY_FALLBACKS, Warehouse
+from .warehouse import MODELS_MEMORY_FALLBACKS, MODELS_MEMORY_LIMIT, MODELS_THREADS, Warehouse
 
 log = logging.getLogger("diligence.analytics")
 
@@ -41,37 +39,40 @@ def rebuild_analytics(
     as_of: datetime | None = None,
     wait_seconds: float = 0.0,
 ) -> AnalyticsResult:
-    """Build the models in one transaction, run the checks, and publish the copy.
+    """Build the models (dbt, then one swap into `analytics`), run the checks (dbt's
+    data tests), and publish the copy.
 
     The published copy of a file warehouse (see :mod:`diligence.publish`) is only
     replaced when every check passed, so analysts never see a build that failed its
-    checks. A lake has none: analysts attach it read-only.
+    checks. A lake has none: analysts attach it read-only and read `analytics`, which
+    the swap replaces in one transaction.
     """
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     with owner.writing(wait_seconds=wait_seconds):
-        # DuckDB opened (or the lake attached) once for the build, the checks and the
-        # copy, its memory bounded
-        with owner.session() as con:
-            models = _build_within_memory(owner, con, expiring_within_days=expiring_within_days, as_of=as_of)
-            checks = run_checks(con)
-            published = None
-            # a lake is read in place by analysts (read-only ATTACH): no copy
-            if owner.path is not None and all(c.passed for c in checks):
-                published = publish_analytics(owner.path, con)
+        # dbt opens the warehouse itself: a file is not held open meanwhile
+        models = _build_within_memory(owner, expiring_within_days=expiring_within_days, as_of=as_of)
+        checks = run_checks(owner)
+        published = None
+        # a lake is read in place by analysts (read-only ATTACH): no copy
+        if owner.path is not None and all(c.passed for c in checks):
+            published = publish_analytics(owner.path)
     return AnalyticsResult(models=models, checks=checks, published=published)
 
 
-def _build_within_memory(owner: Warehouse, con: Any, **options: Any) -> ModelsResult:
-    """Build the models under the session's memory limit, and again under each larger
-    limit of ``MODELS_MEMORY_FALLBACKS`` while DuckDB runs out of it (each failed
-    build was rolled back whole). Any other failure is raised at once."""
+def _build_within_memory(
+    owner: Warehouse, *, memory_limit: str | None = MODELS_MEMORY_LIMIT, **options: Any
+) -> ModelsResult:
+    """Build the models under the models' memory limit (a file; a lake's DuckDB has no
+    tight bound), and again under each larger limit of ``MODELS_MEMORY_FALLBACKS``
+    while DuckDB runs out of it (a failed build leaves `analytics` as it was). Any other
+    failure is raised at once."""
+    limit = memory_limit if owner.path is not None else None
     larger = iter(MODELS_MEMORY_FALLBACKS)
     while True:
         try:
-            return build_models(con, **options)
+            return build_models(owner, memory_limit=limit, duckdb_threads=MODELS_THREADS, **options)
         except ModelError as exc:
-            limit = owner.memory_limit
-            if limit is None or not isinstance(exc.__cause__, duckdb.OutOfMemoryException):
+            if limit is None or not exc.out_of_memory:
                 raise
             following = next(larger, limit)
             if following == limit:
@@ -81,4 +82,4 @@ def _build_within_memory(owner: Warehouse, con: Any, **options: Any) -> ModelsRe
                 limit,
                 following or "DuckDB's default (80 % of this machine's memory)",
             )
-            owner.raise_memory_limit(following)
+            limit = following

@@ -1,18 +1,20 @@
-"""Data checks on the `analytics` schema.
+"""Data checks on the `analytics` schema: the dbt project's data tests.
 
-Each check is a query in `sql/checks/<model>__<check>.sql` returning the offending
-rows; a check passes when it returns none. Checks run on a read-only connection, after
-`build_models` has closed its own.
+Each check is a dbt test returning the offending rows, passing when it returns none:
+the key tests (``unique_key``, ``not_null_key``, ``accepted_values``) are declared in
+`sql/models/marts/_marts.yml`, the others are singular tests in `sql/tests/`. A check's
+name is ``<model>__<what it checks>``. They run with ``dbt test`` on target
+``analytics`` (see :mod:`diligence.dbt`), after the build has been swapped in.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import duckdb
-
-CHECKS_DIR = Path(__file__).resolve().parent.parent / "sql" / "checks"
+from .dbt import DbtError, describe_failure, invoke, location_of
+from .location import WarehouseLocation
 
 
 @dataclass(frozen=True)
@@ -34,26 +36,46 @@ class ChecksFailed(Exception):
 
 
 def check_names() -> list[str]:
-    """All checks, by name (file stem), sorted."""
-    return sorted(path.stem for path in CHECKS_DIR.glob("*.sql"))
+    """All checks, by name, sorted (the data tests of the dbt project)."""
+    import yaml
+
+    from .dbt import PROJECT_DIR
+
+    names = {path.stem for path in (PROJECT_DIR / "tests").glob("*.sql")}
+    for path in (PROJECT_DIR / "models").rglob("*.yml"):
+        document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for model in document.get("models", []):
+            tests = list(model.get("data_tests", []))
+            for column in model.get("columns", []):
+                tests += column.get("data_tests", [])
+            for test in tests:
+                if isinstance(test, dict):
+                    (definition,) = test.values()
+                    if isinstance(definition, dict) and "name" in definition:
+                        names.add(definition["name"])
+    return sorted(names)
 
 
-def run_checks(warehouse: Path | duckdb.DuckDBPyConnection) -> list[CheckResult]:
-    """Run every check against the warehouse (a DuckDB file, or an open connection, e.g.
-    to a lake, that the caller closes); one result per check, sorted by name."""
-    if isinstance(warehouse, duckdb.DuckDBPyConnection):
-        return _run_checks(warehouse)
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        return _run_checks(con)
+def run_checks(
+    warehouse: Path | str | WarehouseLocation | Any, *, project_dir: Path | None = None
+) -> list[CheckResult]:
+    """Run every check against the warehouse's `analytics` (a DuckDB file, a parsed
+    location, or a :class:`~diligence.warehouse.Warehouse`); one result per check,
+    sorted by name. Raises :class:`~diligence.dbt.DbtError` when a check cannot run."""
+    from .dbt import PROJECT_DIR
 
-
-def _run_checks(con: duckdb.DuckDBPyConnection) -> list[CheckResult]:
-    results: list[CheckResult] = []
-    for name in check_names():
-        sql = (CHECKS_DIR / f"{name}.sql").read_text(encoding="utf-8")
-        count = con.execute(f"select count(*) from (\n{sql}\n)").fetchone()[0]
-        results.append(CheckResult(name=name, failing_rows=int(count)))
-    return results
+    run = invoke(["test"], location_of(warehouse), target="analytics", project_dir=project_dir or PROJECT_DIR)
+    errors = [node for node in run.nodes if node.status in ("error", "runtime error")]
+    if run.error is not None or errors:
+        raise DbtError(describe_failure(run, "dbt test"), node=errors[0].name if errors else None)
+    return sorted(
+        (
+            CheckResult(name=node.name, failing_rows=int(node.failures or 0))
+            for node in run.nodes
+            if node.resource_type == "test"
+        ),
+        key=lambda result: result.name,
+    )
 
 
 def failed_checks(results: list[CheckResult]) -> list[CheckResult]:

@@ -518,6 +518,37 @@ def models(
     _build_models(owner, days, when, wait)
 
 
+@app.command("dbt-profile")
+@handle_errors
+def dbt_profile(warehouse: WarehouseOption = None, data_path: DataPathOption = None) -> None:
+    """Print a dbt profiles.yml for the warehouse in use, for your own dbt runs in sql/
+    (`cd sql && dbt build --select custom`). It holds no password: a lake's catalog
+    password comes from PGPASSWORD."""
+    from .dbt import profile_yaml
+
+    owner = _warehouse(warehouse, data_path)
+    sys.stdout.write(profile_yaml(owner.location))
+
+
+@app.command()
+@handle_errors
+def docs(
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
+    out_dir: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for the docs site.")
+    ] = Path("reports/dbt-docs"),
+) -> None:
+    """Generate dbt's docs site (every model, column, test and source, with the lineage
+    graph) as one self-contained index.html: open it from disk, no server needed."""
+    from .dbt_docs import generate_docs
+
+    owner = _warehouse(warehouse, data_path)
+    _require_data(owner)
+    site = generate_docs(owner, out_dir)
+    out.print(f"dbt docs: {site}", highlight=False)
+
+
 @app.command()
 @handle_errors
 def export(
@@ -681,6 +712,10 @@ def status(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the status as one JSON object (keys in the README).")
     ] = False,
+    sources: Annotated[
+        bool,
+        typer.Option("--sources", help="Also the freshness of each raw table by `dbt source freshness` (a few seconds)."),
+    ] = False,
 ) -> None:
     """Last syncs with their outcome, row counts per table, open sync issues, freshness,
     failed sync attempts, and whether a sync is running now."""
@@ -696,6 +731,10 @@ def status(
     else:
         data = collect_status(owner.path)
     data["resumable"] = resumable_status(owner)
+    if sources and data["state"] == "ready":
+        from .status import source_freshness_status
+
+        data["sources"] = source_freshness_status(owner)
     if data["state"] == "missing" and not data["failed_attempts"] and not data["resumable"]:
         if as_json:
             out.print(json.dumps(data), highlight=False, markup=False, soft_wrap=True)

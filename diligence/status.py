@@ -15,14 +15,16 @@ tables. The shape::
      "open_sync_issues": [{"endpoint", "http_status", "count"}],
      "open_sync_issues_total": 3,
      "failed_attempts": [{"at", "pid", "error"}],               # since the last sync
-     "resumable": [{"namespace_company_id", "requests_kept", "since"}]}
+     "resumable": [{"namespace_company_id", "requests_kept", "since"}],
+     "sources": [{"table", "status", "max_loaded_at", "age_seconds"}]}  # --sources only
 
 A sync that failed before any namespace (credentials, user-info, unreachable) is not
 in ``raw.sync_runs``; it is read from :mod:`diligence.attempts`. While a sync holds the
 writer lock (:mod:`diligence.lockinfo`) the status says so, and while the first sync
 creates the warehouse it says only that. ``resumable`` lists the namespaces an
 interrupted sync left journals of (:mod:`diligence.resume`): the next sync goes on
-from them.
+from them. ``sources`` (``--sources``) is ``dbt source freshness`` on the raw tables,
+with the thresholds of the dbt project (:mod:`diligence.dbt_docs`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from .resume import resumable_journals
 from .safe_text import console_text
 from .warehouse import Warehouse, table_names
 
-__all__ = ["RAW_COUNTS", "collect_status", "render_status", "resumable_status"]
+__all__ = ["RAW_COUNTS", "collect_status", "render_status", "resumable_status", "source_freshness_status"]
 
 #: raw tables counted: key in `row_counts` -> query
 RAW_COUNTS = {
@@ -259,6 +261,14 @@ def render_status(warehouse: Path | str, console: Console, status: dict[str, Any
         )
     console.print(fresh)
 
+    if status.get("sources"):
+        table = Table(title="Raw tables (dbt source freshness)")
+        for column in ("table", "freshness", "last loaded", "age"):
+            table.add_column(column)
+        for source in status["sources"]:
+            table.add_row(source["table"], source["status"], source["max_loaded_at"] or "", _age(source["age_seconds"]))
+        console.print(table)
+
     counts = Table(title="Rows")
     counts.add_column("table")
     counts.add_column("rows", justify="right")
@@ -276,3 +286,18 @@ def render_status(warehouse: Path | str, console: Console, status: dict[str, Any
     elif "analytics.sync_issues" in status["row_counts"]:
         console.print("No open sync issues.")
     return status
+
+
+def source_freshness_status(warehouse: Any) -> list[dict[str, Any]]:
+    """`dbt source freshness` of each raw table, as the ``sources`` key of the status."""
+    from .dbt_docs import source_freshness
+
+    return [
+        {
+            "table": source.table,
+            "status": source.status,
+            "max_loaded_at": source.max_loaded_at.isoformat() if source.max_loaded_at else None,
+            "age_seconds": round(source.age_seconds) if source.age_seconds is not None else None,
+        }
+        for source in source_freshness(warehouse)
+    ]

@@ -57,10 +57,10 @@ def test_models_and_checks_on_a_lake_equal_a_file_build(
     con = lake.connect(lake_location)
     try:
         assert _copy_raw_into(con, raw)
-        lake_result = build_models(con, as_of=AS_OF)
-        assert not failed_checks(run_checks(con))
     finally:
         con.close()
+    lake_result = build_models(lake_location, as_of=AS_OF)
+    assert not failed_checks(run_checks(lake_location))
     assert lake_result.row_counts == file_result.row_counts
     assert lake_result.row_counts["analytics.answers"] > 1000
 

@@ -1,4 +1,5 @@
-"""The runner: order, transaction, missing raw tables, failures; and the smaller marts."""
+"""The dbt build: order, the swap into analytics, missing raw tables, failures; and the
+smaller marts."""
 
 from __future__ import annotations
 
@@ -8,12 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.models import (
-    ModelError,
-    build_models,
-    load_manifest,
-    wide_column_names,
-)
+from diligence.models import ModelError, build_models
 
 from .helpers import by, rows, scalar
 from .rawdb import (
@@ -48,25 +44,24 @@ ANALYTICS_TABLES = {
 }
 
 
-def test_manifest_order_builds_dependencies_first() -> None:
-    names = [model.name for model in load_manifest().models]
+def test_result_reports_timings_in_dependency_order_and_row_counts(clean_warehouse: Path) -> None:
+    result = build_models(clean_warehouse, as_of=AS_OF)
+    names = list(result.timings)
     assert names.index("staging.stg_questionnaire_versions") < names.index(
         "staging.stg_questionnaire_field_versions"
     )
     assert names.index("analytics.answer_history") < names.index("analytics.answers")
     assert names.index("analytics.answers") < names.index("analytics.answers_wide")
     assert {n.split(".")[1] for n in names if n.startswith("analytics.")} == ANALYTICS_TABLES
-
-
-def test_result_reports_timings_and_row_counts(clean_warehouse: Path) -> None:
-    result = build_models(clean_warehouse, as_of=AS_OF)
-    assert list(result.timings) == [model.name for model in load_manifest().models]
     assert set(result.row_counts) == {f"analytics.{t}" for t in ANALYTICS_TABLES}
     assert result.row_counts["analytics.answers"] == scalar(
         clean_warehouse, "select count(*) from analytics.answers"
     )
     assert result.row_counts["analytics.answers"] == 6
     assert result.seconds > 0
+    # the build schema was swapped into analytics and is gone
+    schemas = {r["schema_name"] for r in rows(clean_warehouse, "select schema_name from duckdb_schemas()")}
+    assert "analytics_build" not in schemas
 
 
 def test_builds_on_an_empty_warehouse(tmp_path: Path) -> None:
@@ -227,7 +222,7 @@ def test_sync_issues_of_latest_sync_only(tmp_path: Path) -> None:
     ]
 
 
-def test_wide_column_names() -> None:
+def test_wide_column_names(tmp_path: Path) -> None:
     labels = [
         "Company name",
         "Revenue (EUR)",
@@ -240,8 +235,14 @@ def test_wide_column_names() -> None:
         "x" * 80,
         "x" * 80,
     ]
-    ids = [f"id{i}" for i in range(len(labels))]
-    names = wide_column_names(labels, ids)
+    path = create_raw(tmp_path / "warehouse.duckdb")
+    fields = [field(f"id{i}", "Input", label, {"value": "v"}) for i, label in enumerate(labels)]
+    insert(path, "questionnaires", [questionnaire(NS, "c1", "t1", [form("f", "F", *fields)])])
+    build_models(path, as_of=AS_OF)
+    names = [
+        r["column_name"]
+        for r in rows(path, "select column_name from analytics.answers_wide_columns order by column_position")
+    ]
     assert names[:8] == [
         "company_name_2",
         "revenue_eur",
@@ -344,3 +345,16 @@ def test_answers_wide_without_answers(tmp_path: Path) -> None:
             "company_type_id": "t1",
         }
     ]
+
+
+def test_views_resolve_when_the_file_is_attached_under_another_name(clean_warehouse: Path) -> None:
+    build_models(clean_warehouse, as_of=AS_OF)
+    with duckdb.connect() as con:
+        con.execute(f"attach '{clean_warehouse}' as elsewhere (read_only)")
+        views = con.execute(
+            "select schema_name, view_name from duckdb_views() "
+            "where database_name = 'elsewhere' and not internal"
+        ).fetchall()
+        assert len(views) >= 16
+        for schema, view in views:
+            con.execute(f'select count(*) from elsewhere."{schema}"."{view}"').fetchall()

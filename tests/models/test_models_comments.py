@@ -1,33 +1,27 @@
-"""COMMENT ON every analytics table and column, generated from the models' headers."""
+"""COMMENT ON every analytics table and column: the descriptions of the dbt project's YAML,
+persisted by dbt (persist_docs) and carried through the swap into analytics."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import duckdb
+import yaml
 
-from diligence.models import build_models, copy_comments, load_manifest, parse_header
+from diligence.dbt import PROJECT_DIR
+from diligence.models import build_models, copy_comments
 
 from .helpers import rows
 from .rawdb import AS_OF, connection, create_raw, field, form, insert, questionnaire
 
 
-def test_parse_header() -> None:
-    sql = (
-        "-- analytics.example\n"
-        "-- Grain: one row per thing.\n"
-        "-- Key: thing_id.\n"
-        "--\n"
-        "-- Columns:\n"
-        "-- - thing_id: The thing.\n"
-        "-- - is_big: True when big,\n"
-        "--   else false.\n"
-        "with\n"
-        "-- - not_a_column: below the header\n"
-    )
-    description = parse_header(sql)
-    assert description.table == "Grain: one row per thing. Key: thing_id."
-    assert description.columns == {"thing_id": "The thing.", "is_big": "True when big, else false."}
+def mart_names() -> set[str]:
+    document = yaml.safe_load((PROJECT_DIR / "models" / "marts" / "_marts.yml").read_text())
+    return {model["name"] for model in document["models"]}
+
+
+def test_every_mart_model_is_described_in_yaml() -> None:
+    assert mart_names() == {path.stem for path in (PROJECT_DIR / "models" / "marts").glob("*.sql")}
 
 
 def test_every_analytics_table_and_column_has_a_comment(tmp_path: Path) -> None:
@@ -40,7 +34,7 @@ def test_every_analytics_table_and_column_has_a_comment(tmp_path: Path) -> None:
         path,
         "select table_name, comment from duckdb_tables() where schema_name = 'analytics'",
     )
-    marts = {m.name.split(".")[1] for m in load_manifest().models if m.layer == "marts"}
+    marts = mart_names()
     assert {t["table_name"] for t in tables} == marts
     assert [t["table_name"] for t in tables if not t["comment"]] == []
     columns = rows(
@@ -52,7 +46,7 @@ def test_every_analytics_table_and_column_has_a_comment(tmp_path: Path) -> None:
     by_column = {(c["table_name"], c["column_name"]): c["comment"] for c in columns}
     assert by_column[("answers_wide", "owner_s_name")] == "answer_text of field q1 (Owner's name)"
     assert by_column[("answers_wide", "field_q2")] == "answer_text of field q2 (no label)"
-    # the mart's own header wins over the shared description
+    # a column's description is its mart's own
     assert by_column[("answer_history", "synced_at")].startswith("synced_at of the sync that first")
     assert by_column[("answers", "synced_at")].startswith("The last sync that confirmed the row")
     assert "Grain" in {t["table_name"]: t["comment"] for t in tables}["counterparties"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import duckdb
 import pytest
 
 import diligence.analytics as analytics
@@ -39,52 +38,41 @@ def test_a_build_out_of_memory_is_built_again_with_more(
 ) -> None:
     owner = _copy(raw, tmp_path)
     with caplog.at_level(logging.WARNING, logger="diligence.analytics"):
-        with owner.session(memory_limit=TOO_SMALL) as con:
-            with pytest.raises(ModelError) as plain:
-                analytics.build_models(con, as_of=AS_OF)
-            assert isinstance(plain.value.__cause__, duckdb.OutOfMemoryException)
-            result = analytics._build_within_memory(owner, con, as_of=AS_OF)
-            assert owner.memory_limit == "640MB"
-            assert con.execute("select current_setting('memory_limit')").fetchone()[0] == "610.3 MiB"
+        with pytest.raises(ModelError) as plain:
+            analytics.build_models(owner, as_of=AS_OF, memory_limit=TOO_SMALL)
+        assert plain.value.out_of_memory
+        result = analytics._build_within_memory(owner, memory_limit=TOO_SMALL, as_of=AS_OF)
     assert result.row_counts["analytics.questionnaire_completeness"] == 200
     assert f"need more than {TOO_SMALL} of memory" in caplog.text and "with 640MB" in caplog.text
 
 
 def test_the_last_fallback_is_duckdbs_default_and_then_the_error_stands(
-    raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     owner = _copy(raw, tmp_path)
     monkeypatch.setattr(analytics, "MODELS_MEMORY_FALLBACKS", ("5MB",))
-    with owner.session(memory_limit=TOO_SMALL) as con:
-        with pytest.raises(ModelError, match="Out of Memory"):
-            analytics._build_within_memory(owner, con, as_of=AS_OF)
-        assert owner.memory_limit == "5MB"
+    with pytest.raises(ModelError, match="Out of Memory"):
+        analytics._build_within_memory(owner, memory_limit=TOO_SMALL, as_of=AS_OF)
     monkeypatch.setattr(analytics, "MODELS_MEMORY_FALLBACKS", (None,))
-    with owner.session(memory_limit=TOO_SMALL) as con:
-        analytics._build_within_memory(owner, con, as_of=AS_OF)
-        assert owner.memory_limit is None
-        assert con.execute("select current_setting('memory_limit')").fetchone()[0] != "3.8 MiB"
+    with caplog.at_level(logging.WARNING, logger="diligence.analytics"):
+        result = analytics._build_within_memory(owner, memory_limit=TOO_SMALL, as_of=AS_OF)
+    assert "DuckDB's default" in caplog.text
+    assert result.row_counts["analytics.questionnaire_completeness"] == 200
 
 
 def test_other_failures_are_not_built_again(raw: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     owner = _copy(raw, tmp_path)
-    calls: list[int] = []
+    calls: list[str | None] = []
 
-    def failing(con: object, **options: object) -> None:
-        calls.append(1)
-        try:
-            raise duckdb.BinderException("no such column")
-        except duckdb.Error as exc:
-            raise ModelError("analytics.answers", str(exc)) from exc
+    def failing(warehouse: object, *, memory_limit: str | None = None, **options: object) -> None:
+        calls.append(memory_limit)
+        raise ModelError("analytics.answers", "Binder Error: no such column")
 
     monkeypatch.setattr(analytics, "build_models", failing)
-    with owner.session(memory_limit=TOO_SMALL) as con:
-        with pytest.raises(ModelError, match="no such column"):
-            analytics._build_within_memory(owner, con)
-        assert owner.memory_limit == TOO_SMALL
-    assert calls == [1]
-    # without a bound (a lake, or reading), nothing larger is tried either
-    with owner.session(memory_limit=None) as con:
-        with pytest.raises(ModelError):
-            analytics._build_within_memory(owner, con)
-    assert calls == [1, 1]
+    with pytest.raises(ModelError, match="no such column"):
+        analytics._build_within_memory(owner, memory_limit=TOO_SMALL)
+    assert calls == [TOO_SMALL]
+    # without a bound (DuckDB's default), nothing larger is tried either
+    with pytest.raises(ModelError):
+        analytics._build_within_memory(owner, memory_limit=None)
+    assert calls == [TOO_SMALL, None]

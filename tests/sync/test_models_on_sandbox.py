@@ -102,8 +102,7 @@ def test_the_models_fit_their_memory_bound_by_spilling(sandbox: SandboxServer, w
     # did, out of memory); under the bound one thread spills instead.
     sync(sandbox, warehouse)
     owner = Warehouse(warehouse)
-    with owner.writing(), owner.session(memory_limit="56MB") as con:
-        assert con.execute("select current_setting('threads')").fetchone()[0] == MODELS_THREADS
-        result = build_models(con)
-        assert all(check.passed for check in run_checks(con))
+    with owner.writing():
+        result = build_models(owner, memory_limit="56MB", duckdb_threads=MODELS_THREADS)
+        assert all(check.passed for check in run_checks(owner))
     assert result.row_counts["analytics.answer_history"] > 0

@@ -1,0 +1,365 @@
+"""dbt, run in this process through its Python API (``dbtRunner``) on the project in `sql/`.
+
+No user writes a ``profiles.yml`` to use the CLI: :func:`profile` generates one for the
+warehouse in use. DuckDB runs in memory with the warehouse attached as catalog
+``warehouse`` (the file, or the DuckLake through dbt-duckdb's ``attach``), so every
+relation dbt compiles reads ``"warehouse"."<schema>"."<table>"`` whatever the warehouse:
+
+    target     schema of the marts   used by
+    build      analytics_build       the model build (diligence.models swaps it into
+                                     `analytics` in one transaction once it is complete)
+    analytics  analytics             the data tests, docs, source freshness, users' runs
+
+Staging views live in schema `staging` for both.
+
+Secrets: a lake's catalog password is never written into the profile (nor into
+`target/`): it reaches libpq through ``PGPASSWORD`` for the invocation only, as for the
+analysts' own ``ATTACH``. The lake's DuckDB extensions are installed from their wheels
+first (:func:`diligence.lake.install_extensions`), so DuckDB loads them without a
+download.
+
+Start-up: importing dbt takes about 1.2 s and parsing the project about 2.5 s. The
+parse is kept in ``sql/target/diligence-<target>/`` (dbt's partial parsing: about 0.75 s
+when nothing changed); it is made with one fixed profile, since dbt discards it when the
+profile's values change (the warehouse's path would), and within one process the parsed
+manifest is reused for every invocation.
+Build parameters (``as_of``, ``expiring_within_days``) are passed as dbt vars of the
+invocation, not of the parse, so they never cost a new parse. Invocations of one
+checkout are serialised (a lock file in `sql/target/`): they share its target dirs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import DiligenceError
+from .location import (
+    SECRET_KEYS,
+    WarehouseLocation,
+    format_conninfo,
+    parse_conninfo,
+    parse_location,
+    redact,
+)
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent / "sql"
+PROFILE_NAME = "diligence"
+CATALOG = "warehouse"
+BUILD_SCHEMA = "analytics_build"
+ANALYTICS_SCHEMA = "analytics"
+STAGING_SCHEMA = "staging"
+TARGETS = {"build": BUILD_SCHEMA, "analytics": ANALYTICS_SCHEMA}
+#: Models dbt builds side by side (each on its own cursor of the one DuckDB).
+DBT_THREADS = 1
+#: Seconds libpq waits for the lake's catalog before giving up.
+CONNECT_TIMEOUT_SECONDS = 10
+
+#: The warehouse of the profile dbt parses with (never opened: parsing does not connect).
+PARSE_LOCATION = WarehouseLocation(path=Path("/dev/null/warehouse.duckdb"))
+
+_lock = threading.Lock()
+_manifests: dict[tuple[str, str], Any] = {}
+
+
+class DbtError(DiligenceError):
+    """dbt could not run, or a model or test failed. The message is one line naming the
+    failed node (``model answers``, ``test answers__unique_key``), passwords redacted."""
+
+    transient = False
+
+    def __init__(self, message: str, *, node: str | None = None) -> None:
+        super().__init__(" ".join(redact(message).split()))
+        self.node = node
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    """One node of an invocation: a model, a test or a source."""
+
+    name: str
+    resource_type: str  # "model", "test", "source"
+    schema: str
+    status: str  # dbt's: success, error, skipped, pass, fail, warn, runtime error
+    message: str | None
+    seconds: float
+    failures: int | None = None
+
+
+@dataclass(frozen=True)
+class DbtRun:
+    """What one dbt invocation did."""
+
+    success: bool
+    nodes: list[NodeResult] = field(default_factory=list)
+    error: str | None = None  # why dbt could not run at all (parse, compile, connect)
+    result: Any = None  # dbt's own result (e.g. the catalog of `docs generate`)
+
+    def first_failure(self) -> NodeResult | None:
+        for node in self.nodes:
+            if node.status in ("error", "fail", "runtime error"):
+                return node
+        return None
+
+
+@dataclass(frozen=True)
+class Description:
+    """What a model's YAML says about its table and columns."""
+
+    table: str
+    columns: dict[str, str]
+
+
+def profile(
+    location: WarehouseLocation,
+    *,
+    memory_limit: str | None = None,
+    duckdb_threads: int | None = None,
+    targets: Sequence[str] = ("build", "analytics"),
+    default_target: str = "analytics",
+    read_only: bool = False,
+) -> dict[str, Any]:
+    """The dbt profile for `location` (no password in it, see the module docstring)."""
+    attach: dict[str, Any] = {"alias": CATALOG}
+    if read_only:
+        attach["read_only"] = True
+    if location.is_lake:
+        pairs = {k: v for k, v in parse_conninfo(location.conninfo or "").items() if k not in SECRET_KEYS}
+        pairs.setdefault("connect_timeout", str(CONNECT_TIMEOUT_SECONDS))
+        attach["path"] = "ducklake:postgres:" + format_conninfo(pairs)
+        attach["options"] = {"data_path": location.data_path or ""}
+    else:
+        assert location.path is not None
+        attach["path"] = str(location.path.expanduser().resolve())
+    # unqualified names (see sql/macros/relations.sql) resolve in the warehouse
+    settings: dict[str, Any] = {"search_path": f"{CATALOG}.main"}
+    if memory_limit is not None:
+        settings["memory_limit"] = memory_limit
+        if duckdb_threads is not None:
+            settings["threads"] = int(duckdb_threads)
+    outputs = {}
+    for target in targets:
+        output: dict[str, Any] = {
+            "type": "duckdb",
+            "path": ":memory:",
+            "database": CATALOG,
+            "schema": TARGETS[target],
+            "threads": DBT_THREADS,
+            "attach": [attach],
+        }
+        output["settings"] = settings
+        outputs[target] = output
+    return {PROFILE_NAME: {"target": default_target, "outputs": outputs}}
+
+
+def profile_yaml(location: WarehouseLocation) -> str:
+    """A ``profiles.yml`` for the user's own dbt runs on `location` (target `analytics`)."""
+    text = yaml.safe_dump(
+        profile(location, targets=("analytics",)), sort_keys=False, default_flow_style=False
+    )
+    if location.is_lake:
+        text = "# the catalog's password: set PGPASSWORD (never in this file)\n" + text
+    return text
+
+
+def invoke(
+    command: Sequence[str],
+    location: WarehouseLocation,
+    *,
+    target: str = "analytics",
+    variables: dict[str, Any] | None = None,
+    memory_limit: str | None = None,
+    duckdb_threads: int | None = None,
+    project_dir: Path = PROJECT_DIR,
+    read_only: bool = False,
+) -> DbtRun:
+    """Run one dbt command (``["run"]``, ``["test", "--select", "x"]``, ...) on `location`.
+
+    Never raises for a failing model or test (see :attr:`DbtRun.success`); raises
+    :class:`DbtError` when dbt cannot run at all. `read_only` attaches the warehouse
+    read-only (tests, docs, source freshness).
+    """
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+    from dbt.cli.main import dbtRunner
+
+    if location.is_lake:
+        from .lake import install_extensions
+
+        install_extensions()
+    target_dir = project_dir / "target" / f"diligence-{target}"
+    target_dir.mkdir(parents=True, exist_ok=True)
+    with _lock, _checkout_lock(project_dir), _profiles_dir(
+        profile(
+            location,
+            memory_limit=memory_limit,
+            duckdb_threads=duckdb_threads,
+            targets=(target,),
+            default_target=target,
+            read_only=read_only,
+        )
+    ) as profiles_dir, _catalog_password(location):
+        common = [
+            "--project-dir", str(project_dir),
+            "--profiles-dir", str(profiles_dir),
+            "--target", target,
+            "--target-path", str(target_dir),
+            "--log-path", str(target_dir),
+            "--log-level", "none",  # nothing on stdout: results come back as objects
+            "--log-level-file", "warn",
+            "--no-send-anonymous-usage-stats",
+            "--no-use-colors",
+        ]
+        try:
+            key = (str(project_dir), target)
+            manifest = _manifests.get(key)
+            if manifest is None:
+                manifest = _manifests[key] = _parse(project_dir, target, common)
+            args = [*command, *common]
+            if variables:
+                args += ["--vars", yaml.safe_dump(variables, default_flow_style=True).strip()]
+            outcome = dbtRunner(manifest=manifest).invoke(args)
+        finally:
+            # the in-memory DuckDB (and the warehouse it attached) is closed after every
+            # invocation: the next step opens the file itself
+            DuckDBConnectionManager.close_all_connections()
+    if outcome.exception is not None:
+        return DbtRun(success=False, error=_first_line(outcome.exception))
+    return DbtRun(success=bool(outcome.success), nodes=_nodes(outcome.result), result=outcome.result)
+
+
+def descriptions(target: str = "build", project_dir: Path = PROJECT_DIR) -> dict[str, Description]:
+    """The YAML descriptions of the models this process last parsed for `target`, by
+    model name (models without any description are left out)."""
+    manifest = _manifests.get((str(project_dir), target))
+    described: dict[str, Description] = {}
+    for node in getattr(manifest, "nodes", {}).values():
+        if getattr(node.resource_type, "value", "") != "model":
+            continue
+        columns = {name: column.description for name, column in node.columns.items() if column.description}
+        if node.description or columns:
+            described[node.name] = Description(table=node.description, columns=columns)
+    return described
+
+
+def location_of(warehouse: Any) -> WarehouseLocation:
+    """The location of a DuckDB file path, a parsed location, or a Warehouse."""
+    if isinstance(warehouse, WarehouseLocation):
+        return warehouse
+    location = getattr(warehouse, "location", None)
+    if isinstance(location, WarehouseLocation):
+        return location
+    return parse_location(str(warehouse), None)
+
+
+def _parse(project_dir: Path, target: str, common: list[str]) -> Any:
+    """Parse the project for `target` with the one profile every parse uses.
+
+    dbt keeps a parse for the next process (partial parsing) only while the profile's
+    connection values are the same; the warehouse's path and memory limit are not needed
+    to parse, so the parse gets a fixed profile (never connected to) and the run its real
+    one, with the parsed manifest."""
+    from dbt.cli.main import dbtRunner
+
+    fixed = profile(PARSE_LOCATION, targets=(target,), default_target=target)
+    args = list(common)
+    with _profiles_dir(fixed) as parse_profiles:
+        args[args.index("--profiles-dir") + 1] = str(parse_profiles)
+        parsed = dbtRunner().invoke(["parse", *args])
+    if not parsed.success or parsed.result is None:
+        raise DbtError(f"dbt could not parse {project_dir.name}/: {_first_line(parsed.exception)}")
+    return parsed.result
+
+
+def forget_parse(project_dir: Path = PROJECT_DIR) -> None:
+    """Drop this process's parsed manifests of `project_dir` (after its files changed)."""
+    for key in [k for k in _manifests if k[0] == str(project_dir)]:
+        del _manifests[key]
+
+
+def describe_failure(run: DbtRun, doing: str) -> str:
+    """One line: what failed, naming the model or test, with dbt's first line of error."""
+    failed = run.first_failure()
+    if failed is not None:
+        kind = "test" if failed.resource_type == "test" else failed.resource_type
+        detail = _first_line(failed.message) if failed.message else failed.status
+        if failed.status == "fail":
+            detail = f"{failed.failures} offending row{'s' if failed.failures != 1 else ''}"
+        return f"{doing} failed: {kind} {failed.name}: {detail}"
+    return f"{doing} failed: {run.error or 'dbt reported a failure'}"
+
+
+def _nodes(result: Any) -> list[NodeResult]:
+    nodes: list[NodeResult] = []
+    for item in getattr(result, "results", None) or []:
+        node = item.node
+        status = getattr(item.status, "value", str(item.status))
+        nodes.append(
+            NodeResult(
+                name=node.name,
+                resource_type=getattr(node.resource_type, "value", str(node.resource_type)),
+                schema=getattr(node, "schema", ""),
+                status=str(status).lower(),
+                message=item.message,
+                seconds=float(item.execution_time or 0.0),
+                failures=item.failures,
+            )
+        )
+    return nodes
+
+
+@contextlib.contextmanager
+def _profiles_dir(content: dict[str, Any]) -> Iterator[Path]:
+    """A private directory holding the generated profiles.yml, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="diligence-dbt-") as directory:
+        path = Path(directory)
+        (path / "profiles.yml").write_text(yaml.safe_dump(content, sort_keys=False), encoding="utf-8")
+        yield path
+
+
+@contextlib.contextmanager
+def _checkout_lock(project_dir: Path) -> Iterator[None]:
+    lock_path = project_dir / "target" / ".diligence.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _catalog_password(location: WarehouseLocation) -> Iterator[None]:
+    """PGPASSWORD from the lake's conninfo while dbt runs (it is kept out of the profile)."""
+    password = parse_conninfo(location.conninfo).get("password") if location.is_lake and location.conninfo else None
+    if not password:
+        yield
+        return
+    previous = os.environ.get("PGPASSWORD")
+    os.environ["PGPASSWORD"] = password
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("PGPASSWORD", None)
+        else:
+            os.environ["PGPASSWORD"] = previous
+
+
+def _first_line(error: BaseException | str | None) -> str:
+    text = str(error or "").strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # dbt prefixes "Runtime Error in model x (path)"; the database's own line follows
+    for line in lines:
+        if not line.startswith(("Runtime Error", "Database Error", "Compilation Error")):
+            return line
+    return lines[0] if lines else "unknown error"

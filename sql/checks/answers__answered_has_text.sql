@@ -1,4 +1,0 @@
--- is_answered is true exactly when answer_text is not NULL.
-select *
-from analytics.answers
-where is_answered is null or is_answered <> (answer_text is not null)

@@ -1,4 +1,0 @@
--- Every answer has a field_type (unknown types pass through, but a type is always given).
-select *
-from analytics.answers
-where field_type is null

@@ -1,6 +1,0 @@
--- Key of analytics.document_history is unique: offending rows are keys that occur more than once.
-select namespace_company_id, company_id, company_type_id, document_id, valid_from,
-    count(*) as occurrences
-from analytics.document_history
-group by namespace_company_id, company_id, company_type_id, document_id, valid_from
-having count(*) > 1

@@ -1,0 +1,15 @@
+{#- as_of(): the build's "now" as a TIMESTAMPTZ in UTC: var `as_of` (a UTC timestamp
+    without zone) when given, else the time of the build. -#}
+{% macro as_of() -%}
+    {%- set value = var('as_of', none) -%}
+    {%- if value is none or value == '' -%}
+        current_timestamp
+    {%- else -%}
+        timezone('UTC', cast({{ sql_string(value) }} as timestamp))
+    {%- endif -%}
+{%- endmacro %}
+
+{#- expiring_within_days(): var `expiring_within_days` as an INTEGER literal. -#}
+{% macro expiring_within_days() -%}
+    cast({{ var('expiring_within_days') | int }} as integer)
+{%- endmacro %}

@@ -1,0 +1,62 @@
+"""Analysts' own models in sql/models/custom/ build with ours, ref() our marts, and a
+failing one stops the build like one of ours."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from diligence.checks import run_checks
+from diligence.dbt import PROJECT_DIR
+from diligence.models import ModelError, build_models
+
+from .helpers import rows, scalar
+
+CUSTOM_README = PROJECT_DIR / "models" / "custom" / "README.md"
+
+
+def _project_with(tmp_path: Path, models: dict[str, str]) -> Path:
+    project = tmp_path / "sql"
+    shutil.copytree(PROJECT_DIR, project, ignore=shutil.ignore_patterns("target", "logs"))
+    for name, sql in models.items():
+        (project / "models" / "custom" / name).write_text(sql, encoding="utf-8")
+    return project
+
+
+def _readme_example() -> tuple[str, str]:
+    text = CUSTOM_README.read_text(encoding="utf-8")
+    sql = re.search(r"```sql\n(.*?)```", text, re.S).group(1)  # type: ignore[union-attr]
+    name = re.search(r"models/custom/(\w+\.sql)", sql).group(1)  # type: ignore[union-attr]
+    return name, sql
+
+
+def test_the_readme_example_builds_with_our_models(clean_warehouse: Path, tmp_path: Path) -> None:
+    name, sql = _readme_example()
+    project = _project_with(tmp_path, {name: sql})
+    result = build_models(clean_warehouse, project_dir=project)
+    table = name.removesuffix(".sql")
+    assert f"analytics.{table}" in result.row_counts
+    expected = scalar(
+        clean_warehouse,
+        "select count(distinct company_id) from analytics.document_expiry "
+        "where expiry_status in ('expired', 'expiring')",
+    )
+    assert expected > 0
+    assert scalar(clean_warehouse, f"select count(*) from analytics.{table}") == expected
+    assert all(r.passed for r in run_checks(clean_warehouse, project_dir=project))
+
+
+def test_a_failing_custom_model_names_itself_and_keeps_analytics(
+    clean_warehouse: Path, tmp_path: Path
+) -> None:
+    before = rows(clean_warehouse, "select table_name from duckdb_tables() where schema_name = 'analytics'")
+    project = _project_with(tmp_path, {"broken.sql": "select no_such_column from {{ ref('answers') }}"})
+    with pytest.raises(ModelError) as raised:
+        build_models(clean_warehouse, project_dir=project)
+    assert raised.value.model_name == "analytics.broken"
+    assert "no_such_column" in str(raised.value)
+    after = rows(clean_warehouse, "select table_name from duckdb_tables() where schema_name = 'analytics'")
+    assert after == before
