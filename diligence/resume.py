@@ -44,21 +44,12 @@ class ResumePlan:
 
 def _runs_of(owner: Warehouse, sync_ids: set[str]) -> list[tuple[str, str, str, datetime | None]]:
     """(sync_id, namespace, status, finished_at) of the given syncs in ``raw.sync_runs``."""
-    if not sync_ids or (owner.path is not None and not owner.path.exists()):
+    if not sync_ids:
         return []
-    with owner.session(read_only=owner.path is not None) as con:
-        exists = con.execute(
-            "select count(*) from information_schema.tables where table_catalog = "
-            "current_database() and table_schema = 'raw' and table_name = 'sync_runs'"
-        ).fetchall()[0][0]
-        if not exists:
-            return []
-        placeholders = ", ".join("?" for _ in sync_ids)
-        return con.execute(
-            f"select sync_id, namespace_company_id, status, finished_at from raw.sync_runs "
-            f"where sync_id in ({placeholders})",
-            sorted(sync_ids),
-        ).fetchall()
+    placeholders = ", ".join("?" for _ in sync_ids)
+    return owner.sync_runs(
+        "select sync_id, namespace_company_id, status, finished_at from raw.sync_runs "
+        f"where sync_id in ({placeholders})", sorted(sync_ids))
 
 
 def plan_resume(owner: Warehouse, settings: Any, *, sync_id: str, started_at: datetime,

@@ -31,7 +31,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -571,6 +571,13 @@ class Warehouse:
 
     def synced_namespaces(self) -> list[str]:
         """Namespaces that some earlier sync loaded successfully."""
+        rows = self.sync_runs(
+            "select distinct namespace_company_id from raw.sync_runs where status = 'success' order by 1")
+        return [row[0] for row in rows]
+
+    def sync_runs(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of `sql` (a query of ``raw.sync_runs``), none while the warehouse or
+        that table does not exist yet."""
         if self.path is not None and not self.path.exists():
             return []
         with self.session(read_only=self._con is None and self.path is not None) as con:
@@ -578,13 +585,7 @@ class Warehouse:
                 "select count(*) from information_schema.tables where table_catalog = "
                 "current_database() and table_schema = 'raw' and table_name = 'sync_runs'"
             ).fetchall()[0][0]
-            if not exists:
-                return []
-            rows = con.execute(
-                "select distinct namespace_company_id from raw.sync_runs "
-                "where status = 'success' order by 1"
-            ).fetchall()
-        return [row[0] for row in rows]
+            return con.execute(sql, list(params)).fetchall() if exists else []
 
 
 def table_names(con: Any) -> set[str]:
