@@ -60,6 +60,20 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     process.wait(timeout=15)
 
 
+def kill_when(process: subprocess.Popen[Any], moment: Callable[[], bool], *, seconds: float = 120) -> None:
+    """SIGKILL `process` once `moment()` is true (polled every 5 ms); fails if the
+    process ends first or the moment does not come within `seconds`."""
+    deadline = time.monotonic() + seconds
+    try:
+        while not moment():
+            assert process.poll() is None, "the process finished before it could be killed"
+            assert time.monotonic() < deadline, "the moment to kill never came"
+            time.sleep(0.005)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+
 def wait_for(
     what: str, check: Callable[[], Any], process: subprocess.Popen[bytes], log: Path,
     timeout: float,

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import httpx
 
 from diligence.sandbox.server import SandboxServer
+from tests.processes import kill_when
 
 from .helpers import CREDENTIALS, DILIGENCE, run
 
@@ -31,15 +30,7 @@ def _killed_sync(server: SandboxServer, warehouse: Path, after: int) -> None:
         [DILIGENCE, "sync", "--no-models", "--base-url", server.base_url, "-w", str(warehouse)],
         cwd=warehouse.parent, env={**env, **CREDENTIALS},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    try:
-        while _total(server) < after:
-            assert process.poll() is None, "the sync finished before it could be killed"
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-    finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+    kill_when(process, lambda: _total(server) >= after)
 
 
 def test_killed_sync_shows_in_status_then_resumes_and_restart_starts_afresh(

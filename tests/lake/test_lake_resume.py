@@ -4,10 +4,8 @@ lands what a file warehouse's uninterrupted sync lands."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from diligence import lake
 from diligence.location import WarehouseLocation
 from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import sync
+from tests.processes import kill_when
 
 pytestmark = pytest.mark.slow
 
@@ -64,14 +63,8 @@ def test_a_killed_lake_sync_resumes_exactly(
     process = subprocess.Popen(args, cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 200
-        while _total(server) < full // 2:
-            assert process.poll() is None, "the sync finished before it could be killed"
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        kill_when(process, lambda: _total(server) >= full // 2, seconds=200)
     finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
         server.faults.latency_ms = 0
     answered = _total(server)
 

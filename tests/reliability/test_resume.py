@@ -3,13 +3,11 @@ what an uninterrupted sync lands (same rows, same history, no duplicates)."""
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +21,7 @@ from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxSer
 from diligence.warehouse import Warehouse
 from pipelines.company_connections.journal import SUFFIX
 from tests.helpers import query, sync
+from tests.processes import kill_when
 from tests.reliability.test_fault_matrix import state
 
 pytestmark = pytest.mark.slow
@@ -77,15 +76,7 @@ def _kill_at(server: SandboxServer, warehouse: Path, requests: int) -> int:
         [sys.executable, "-c", SYNC, str(warehouse), server.base_url, DEFAULT_EMAIL,
          DEFAULT_PASSWORD, str(CONCURRENCY)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    try:
-        while _stats(server)["total"] < requests:
-            assert process.poll() is None, "the sync finished before it could be killed"
-            assert time.monotonic() < deadline, "the moment to kill never came"
-            time.sleep(0.002)
-    finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+    kill_when(process, lambda: _stats(server)["total"] >= requests)
     assert process.returncode == -signal.SIGKILL
     return int(_stats(server)["total"])
 
