@@ -99,18 +99,21 @@ def route(method: str, path: str) -> tuple[int, tuple[str, ...]]:
 
 
 class Stats:
-    """Request counters: per endpoint number and status, injected faults, downloads."""
+    """Request counters: per endpoint number and status, injected faults, downloads, and
+    the most API requests in flight at once (``in_flight_peak``, over every client)."""
 
     def __init__(self) -> None:
+        self.in_flight = 0
         self.reset()
 
     def reset(self) -> None:
-        """Zero every counter."""
+        """Zero every counter (the peak starts again from what is in flight now)."""
         self.by_endpoint: defaultdict[str, defaultdict[str, int]] = defaultdict(
             lambda: defaultdict(int))
         self.injected: defaultdict[str, int] = defaultdict(int)
         self.files: defaultdict[str, int] = defaultdict(int)
         self.total = 0
+        self.in_flight_peak = self.in_flight
 
     def record(self, endpoint: int, status: int | str) -> None:
         """Count one API request (endpoint 0 = unknown path, -1 = wrong method)."""
@@ -126,6 +129,7 @@ class Stats:
                                                           key=lambda kv: (len(kv[0]), kv[0]))},
             "injected": dict(self.injected),
             "files": dict(self.files),
+            "in_flight_peak": self.in_flight_peak,
         }
 
 
@@ -158,7 +162,13 @@ class SandboxApp:
         if kind == "http":
             path: str = scope["path"]
             if path.startswith("/api/"):
-                await self._api(scope, send)
+                stats = self.stats
+                stats.in_flight += 1
+                stats.in_flight_peak = max(stats.in_flight_peak, stats.in_flight)
+                try:
+                    await self._api(scope, send)
+                finally:
+                    stats.in_flight -= 1
             elif path.startswith("/_files/"):
                 await respond(send, *self._download(scope))
             elif path.startswith("/_sandbox/"):

@@ -293,6 +293,8 @@ class ServiceClient:
         if self._gc_tuned:
             _GC.exit()
             self._gc_tuned = False
+        if self._budget is not None:
+            await self._budget.aclose()
         if self._http is not None:
             await self._http.aclose()
             self._http = None
@@ -306,12 +308,19 @@ class ServiceClient:
             parts.append(f"rate-limited, retrying in {math.ceil(gate)} s")
         if self.tokens.renewing:
             parts.append("renewing token")
+        if self._budget is not None and (budget := self._budget.waiting_for()):
+            parts.append(budget)
         if self.retries.waiting:
             parts.append(f"{self.retries.waiting} request(s) waiting to retry "
                          f"(last: {self.retries.last_reason})")
         if self._slots.busy:
             parts.append(f"{self._slots.busy} response(s) in flight")
         return "; ".join(parts) or "nothing in flight"
+
+    def queued(self) -> bool:
+        """Whether requests wait for other processes of the account to give back their
+        share of a shared budget (not a stall: the account is busy elsewhere)."""
+        return self._budget is not None and self._budget.queued()
 
     # Endpoints -------------------------------------------------------------------------
 

@@ -310,10 +310,13 @@ class _NamespaceReader:
     async def _watch(self, work: asyncio.Task[NamespaceSnapshot]) -> None:
         """While `work` runs: after ``QUIET_SECONDS`` without a completed request, tell
         the progress listener what the client waits for; after `stall_timeout`, fail
-        the namespace (:class:`~.errors.StalledError`) saying so."""
+        the namespace (:class:`~.errors.StalledError`) saying so. Time spent queued
+        behind other processes of the account (a shared budget) is not a stall."""
         loop = asyncio.get_running_loop()
         while not work.done():
             await asyncio.sleep(WATCH_INTERVAL)
+            if self.client.queued():
+                self._last_done = loop.time()
             quiet = loop.time() - self._last_done
             if quiet < QUIET_SECONDS:
                 continue
@@ -614,6 +617,8 @@ async def extract_namespaces(
 
     asking = asyncio.ensure_future(client.user_info())
     await asyncio.wait([asking], timeout=stall_timeout)
+    while not asking.done() and client.queued():  # behind the account's other runs
+        await asyncio.wait([asking], timeout=stall_timeout)
     if not asking.done():
         state = client.waiting_for()
         asking.cancel()

@@ -70,10 +70,23 @@ class RequestBudget(Protocol):
     Prefect global concurrency and rate limit). The client enters `request()` around
     every attempt it sends, inside its own slot and after its own pacing: entering
     waits for the request's share of the budget, leaving gives back what is held only
-    while the request is in flight."""
+    while the request is in flight. The client calls `aclose()` when it closes."""
 
     def request(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Hold one request's share of the budget while it is in flight."""
+        ...
+
+    def waiting_for(self) -> str:
+        """What the budget waits for now, in a few words ("" for nothing)."""
+        ...
+
+    def queued(self) -> bool:
+        """Whether requests wait, holding nothing, for other processes of the account to
+        give back their share: the account is busy, the service is not stalled."""
+        ...
+
+    async def aclose(self) -> None:
+        """Give back whatever the budget still holds."""
         ...
 
 

@@ -147,6 +147,7 @@ class _CountingBudget:
 
     def __init__(self) -> None:
         self.taken = self.held = self.most_held = 0
+        self.closed = False
 
     @contextlib.asynccontextmanager
     async def request(self) -> AsyncIterator[None]:
@@ -157,6 +158,15 @@ class _CountingBudget:
             yield
         finally:
             self.held -= 1
+
+    def waiting_for(self) -> str:
+        return ""
+
+    def queued(self) -> bool:
+        return False
+
+    async def aclose(self) -> None:
+        self.closed = True
 
 
 async def test_every_attempt_holds_a_share_of_the_shared_budget() -> None:
@@ -169,6 +179,7 @@ async def test_every_attempt_holds_a_share_of_the_shared_budget() -> None:
         await asyncio.gather(*(client.company("ns", "c-1") for _ in range(20)))
     assert budget.taken == 1 + 20 + 1  # the login, 20 requests and one retry
     assert budget.held == 0 and 1 < budget.most_held <= 4 + 1
+    assert budget.closed  # the client gave back what the budget holds
 
 
 @pytest.mark.slow
