@@ -10,9 +10,9 @@ import httpx
 import pytest
 from prefect import get_client
 
-from diligence.sandbox.server import SandboxServer
 from diligence.sync import SyncResult, run_sync
 from flows.budget import PrefectRequestBudget, account_budget, limit_name
+from sandbox.server import SandboxServer
 from tests.helpers import CREDENTIALS
 
 pytestmark = pytest.mark.slow
