@@ -1,6 +1,6 @@
 """Plumbing of the benchmark: the sandbox process, child jobs, medians, the machine.
 
-* :func:`sandbox` runs ``python -m diligence.sandbox --port 0`` in its own process,
+* :func:`sandbox` runs ``python -m sandbox --port 0`` in its own process,
   waits (bounded) for its ready line, and terminates it on exit.
 * :func:`run_child` runs one job of :mod:`benchmarks.worker` in a child process,
   bounded in time, and reads the child's peak RSS from ``os.wait4``.
@@ -115,7 +115,7 @@ def sandbox(scale: str, *, latency_ms: float = 0, rate_limit: float = 0,
             extra: Sequence[str] = (), start_timeout: float = 120.0,
             log_dir: Path | None = None) -> Iterator[Sandbox]:
     """Run the sandbox in its own process on 127.0.0.1 (a free port); stop it on exit."""
-    cmd = [sys.executable, "-m", "diligence.sandbox", "--host", "127.0.0.1", "--port", "0",
+    cmd = [sys.executable, "-m", "sandbox", "--host", "127.0.0.1", "--port", "0",
            "--scale", scale]
     if latency_ms:
         cmd += ["--latency-ms", str(latency_ms)]

@@ -102,7 +102,7 @@ make bench                                   # = .venv/bin/python -m benchmarks.
 .venv/bin/pytest tests/benchmarks            # smoke test (--tiny)
 ```
 
-How it measures: every scenario starts the sandbox (`python -m diligence.sandbox`) in its
+How it measures: every scenario starts the sandbox (`python -m sandbox`) in its
 own process on 127.0.0.1; every contender runs in its own child process
 (`python -m benchmarks.worker`), bounded in time; peak memory is the child's `ru_maxrss`
 from `os.wait4`. Timings are taken inside the child around the measured call (Python and

@@ -642,8 +642,8 @@ def sandbox(
     deterministic data, and fault switches for testing. Admin routes under
     /_sandbox/ expose the ground truth (/_sandbox/truth) and change faults at run time.
     """
-    from .sandbox.faults import Faults
-    from .sandbox.server import serve
+    from sandbox.faults import Faults
+    from sandbox.server import serve
 
     if scale not in ("small", "medium", "large"):
         raise CommandError(f"--scale must be small, medium or large, not {scale!r}", EXIT_USAGE)

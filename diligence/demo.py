@@ -7,10 +7,11 @@ from pathlib import Path
 import duckdb
 from rich.console import Console
 
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+
 from .config import EXPORT_FORMATS
 from .errors import SyncError
 from .progress import SyncProgress
-from .sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from .steps import run_pipeline
 
 SUMMARY_SQL = """

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from diligence.sandbox.server import SandboxServer
+from sandbox.server import SandboxServer
 
 
 @pytest.fixture

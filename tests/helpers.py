@@ -7,8 +7,8 @@ from typing import Any
 
 import duckdb
 
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from diligence.sync import SyncResult, run_sync
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 CREDENTIALS = {"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD}
 

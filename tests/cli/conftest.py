@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from diligence.sandbox.server import SandboxServer
+from sandbox.server import SandboxServer
 
 from .helpers import SECRET
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from diligence.sandbox.server import DEFAULT_EMAIL
+from sandbox.server import DEFAULT_EMAIL
 
 #: the console script of the project's environment (``.venv/bin/diligence``)
 DILIGENCE = str(Path(sys.executable).with_name("diligence"))

@@ -13,7 +13,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 from .helpers import SECRET
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.sandbox.server import SandboxServer
+from sandbox.server import SandboxServer
 
 from .helpers import CREDENTIALS, EMAIL, SECRET, error_lines, run
 

@@ -10,10 +10,10 @@ import duckdb
 import pandas as pd
 import pytest
 
-from diligence.sandbox.hostile import HOSTILE_TEXTS, OVERSIZE_FILE_BYTES
-from diligence.sandbox.server import DEFAULT_EMAIL, SandboxServer
 from diligence.sync import NamespaceOutcome
 from flows.report import expiring_documents, summary_markdown
+from sandbox.hostile import HOSTILE_TEXTS, OVERSIZE_FILE_BYTES
+from sandbox.server import DEFAULT_EMAIL, SandboxServer
 
 from .helpers import SECRET, run
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from diligence.sandbox.server import SandboxServer
+from sandbox.server import SandboxServer
 from tests.processes import kill_when
 
 from .helpers import CREDENTIALS, DILIGENCE, run

@@ -16,8 +16,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.sandbox.server import SandboxServer
 from diligence.warehouse import writer_lock
+from sandbox.server import SandboxServer
 
 from .helpers import CREDENTIALS, DILIGENCE, EMAIL, SECRET, error_lines, run
 

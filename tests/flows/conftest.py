@@ -37,7 +37,7 @@ from prefect.client.schemas.sorting import ArtifactSort, TaskRunSort
 from prefect.logging.handlers import APILogHandler
 from prefect.testing.utilities import prefect_test_harness
 
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 EMAIL_ENV = "SOURCES__COMPANY_CONNECTIONS__EMAIL"
 PASSWORD_ENV = "SOURCES__COMPANY_CONNECTIONS__PASSWORD"

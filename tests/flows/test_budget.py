@@ -15,9 +15,9 @@ import pytest
 from prefect import get_client
 
 import flows.budget as budget_module
-from diligence.sandbox.server import SandboxServer
 from diligence.sync import SyncResult, run_sync
 from flows.budget import InflightShare, PrefectRequestBudget, account_budget, limit_name
+from sandbox.server import SandboxServer
 from tests.helpers import CREDENTIALS
 
 pytestmark = pytest.mark.slow

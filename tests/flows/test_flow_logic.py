@@ -16,7 +16,6 @@ import flows.service
 from diligence.checks import CheckResult
 from diligence.errors import DiligenceError
 from diligence.export import ExportedFile
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from diligence.sync import NamespaceOutcome, SyncError, run_sync
 from diligence.warehouse import WarehouseBusyError
 from flows.company_connections_sync import (
@@ -42,6 +41,7 @@ from pipelines.company_connections.errors import (
     ConfigurationError,
     RequestFailedError,
 )
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 OK = NamespaceOutcome("ns-ok", "success", 166, 215, 1, 0.42)
 BROKEN = NamespaceOutcome(

@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from diligence.resume import resumable_journals
-from diligence.sandbox.server import SandboxServer
 from diligence.warehouse import Warehouse
 from flows.company_connections_sync import company_connections_sync
+from sandbox.server import SandboxServer
 from tests.reliability.test_resume import _kill_at
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -17,7 +17,6 @@ from prefect.blocks.system import Secret
 
 import flows.company_connections_sync as flow_module
 from diligence.export import REPORTS
-from diligence.sandbox.server import DEFAULT_PASSWORD, SandboxServer
 from diligence.sync import run_sync
 from flows.company_connections_sync import (
     DOCUMENTS_ARTIFACT_KEY,
@@ -26,6 +25,7 @@ from flows.company_connections_sync import (
     sync_namespaces,
 )
 from flows.service import PASSWORD_BLOCK
+from sandbox.server import DEFAULT_PASSWORD, SandboxServer
 
 EMAIL_ENV = "SOURCES__COMPANY_CONNECTIONS__EMAIL"
 PASSWORD_ENV = "SOURCES__COMPANY_CONNECTIONS__PASSWORD"

@@ -17,8 +17,8 @@ import pytest
 from prefect.blocks.notifications import CustomWebhookNotificationBlock
 
 import flows.company_connections_sync as flow_module
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from flows.company_connections_sync import company_connections_sync
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 pytestmark = pytest.mark.slow
 

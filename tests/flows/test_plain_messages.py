@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from diligence.sandbox.server import SandboxServer
 from flows.company_connections_sync import company_connections_sync
+from sandbox.server import SandboxServer
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

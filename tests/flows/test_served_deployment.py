@@ -13,8 +13,8 @@ import pytest
 from prefect.client.orchestration import SyncPrefectClient
 from prefect.client.schemas.objects import Deployment
 
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from flows.serve import DEPLOYMENT_NAME
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.processes import base_env, prefect_server, start, stop, wait_for
 
 pytestmark = pytest.mark.slow

@@ -16,8 +16,8 @@ import pytest
 
 from diligence import lake
 from diligence.location import WarehouseLocation, parse_conninfo
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from diligence.warehouse import Warehouse
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 from .postgres import PostgresCluster
 

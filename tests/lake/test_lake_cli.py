@@ -17,7 +17,7 @@ import pytest
 from diligence import lake
 from diligence.analytics import rebuild_analytics
 from diligence.location import WarehouseLocation
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import sync
 from tests.processes import free_port
 

@@ -17,8 +17,8 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlo
 from diligence import lake
 from diligence.analytics import rebuild_analytics
 from diligence.location import WarehouseLocation
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from flows.fanout import FANOUT_FLOW_NAME, NAMESPACE_FLOW_NAME
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import sync
 from tests.processes import PREFECT, REPO, base_env, prefect_server, start, stop, wait_for
 

@@ -14,7 +14,7 @@ import pytest
 
 from diligence import lake
 from diligence.location import WarehouseLocation
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import sync
 from tests.processes import kill_when
 

@@ -26,7 +26,7 @@ from diligence.migrate import (
     require_readable,
     storage_version,
 )
-from diligence.sandbox.server import SandboxServer
+from sandbox.server import SandboxServer
 from tests.helpers import current_counts, query, sync
 
 DILIGENCE = [sys.executable, "-m", "diligence"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from diligence.checks import run_checks
 from diligence.models import build_models
-from diligence.sandbox.server import SandboxServer
+from sandbox.server import SandboxServer
 from tests.helpers import query, sync
 
 from .test_models_examples import EXAMPLES

@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
-from diligence.sandbox.server import SandboxServer
 from diligence.sync import SyncResult
+from sandbox.server import SandboxServer
 from tests.helpers import query, sync
 
 pytestmark = pytest.mark.slow

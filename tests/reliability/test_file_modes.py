@@ -19,7 +19,7 @@ import pytest
 
 from diligence.config import file_mode
 from diligence.filemodes import modes
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 pytestmark = pytest.mark.slow
 

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from diligence.sandbox.server import SandboxServer
 from diligence.sync import SyncResult
+from sandbox.server import SandboxServer
 from tests.helpers import sync
 from tests.reliability.test_fault_matrix import state
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import current_counts, query, sync
 
 pytestmark = pytest.mark.slow

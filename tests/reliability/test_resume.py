@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from diligence.resume import journal_dir, resumable_journals
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from diligence.warehouse import Warehouse
 from pipelines.company_connections.journal import SUFFIX
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import query, sync
 from tests.processes import kill_when
 from tests.reliability.test_fault_matrix import state

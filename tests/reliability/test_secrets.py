@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from diligence.sandbox.server import DEFAULT_EMAIL, SandboxServer
+from sandbox.server import DEFAULT_EMAIL, SandboxServer
 from tests.helpers import query, sync
 
 pytestmark = pytest.mark.slow

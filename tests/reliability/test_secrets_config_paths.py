@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import pytest
 
-from diligence.sandbox.server import DEFAULT_EMAIL, SandboxServer
+from sandbox.server import DEFAULT_EMAIL, SandboxServer
 from tests.processes import base_env, free_port, prefect_server
 
 from .secret_scan import leaks_in, scan, secret_forms

@@ -12,8 +12,8 @@ import duckdb
 import pytest
 
 from diligence.analytics import rebuild_analytics
-from diligence.sandbox.server import SandboxServer
 from diligence.warehouse import WarehouseBusyError, published_path
+from sandbox.server import SandboxServer
 from tests.helpers import current_counts, query, sync
 
 pytestmark = pytest.mark.slow

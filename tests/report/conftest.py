@@ -11,7 +11,7 @@ import pytest
 
 from diligence.analytics import rebuild_analytics
 from diligence.report import write_report
-from diligence.sandbox.server import SandboxServer
+from sandbox.server import SandboxServer
 from tests.helpers import sync
 
 

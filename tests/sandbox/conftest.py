@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from diligence.sandbox import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from sandbox import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 
 class Api:

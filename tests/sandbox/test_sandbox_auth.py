@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import jwt
 import pytest
 
-from diligence.sandbox import DEFAULT_EMAIL, DEFAULT_PASSWORD
+from sandbox import DEFAULT_EMAIL, DEFAULT_PASSWORD
 
 if TYPE_CHECKING:
     from conftest import Api

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from diligence.sandbox import build_world
-from diligence.sandbox.__main__ import add_arguments, faults_from_args
+from sandbox import build_world
+from sandbox.__main__ import add_arguments, faults_from_args
 
 if TYPE_CHECKING:
     from conftest import Api
@@ -172,7 +172,7 @@ def test_cli_flags_come_from_faults() -> None:
 def test_cli_subprocess_serves_and_hides_custom_password() -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "diligence.sandbox", "--port", "0", "--seed", "3",
+        [sys.executable, "-m", "sandbox", "--port", "0", "--seed", "3",
          "--password", "hunter2-custom", "--latency-ms", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:

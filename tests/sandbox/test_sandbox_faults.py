@@ -12,7 +12,7 @@ import jwt
 import orjson
 import pytest
 
-from diligence.sandbox import Faults
+from sandbox import Faults
 
 if TYPE_CHECKING:
     from conftest import Api

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from diligence.sandbox import Faults, build_world, create_app
+from sandbox import Faults, build_world, create_app
 
 if TYPE_CHECKING:
     from conftest import Api

@@ -41,7 +41,7 @@ from dlt.common.typing import TSecretStrValue
 from dlt.extract import extract
 
 from diligence.dlt_lookups import dlt_lookups_made_once
-from diligence.sandbox.server import SandboxServer
+from sandbox.server import SandboxServer
 from tests.helpers import sync
 
 BUFFER_SETTING = "NORMALIZE__DATA_WRITER__BUFFER_MAX_ITEMS"

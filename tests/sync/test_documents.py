@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from diligence.documents import download_documents
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import query, sync
 
 

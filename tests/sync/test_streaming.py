@@ -22,7 +22,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from diligence.sandbox.server import SandboxServer
 from diligence.sync import NamespaceOutcome
 from diligence.warehouse import Warehouse, pipeline_for, pipelines_dir_of
 from pipelines.company_connections import resolve_settings, stream_namespaces
@@ -30,6 +29,7 @@ from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.errors import RequestFailedError
 from pipelines.company_connections.settings import FETCH_SWITCH_INTERVAL
 from pipelines.company_connections.staging import NamespaceStage, read_batches
+from sandbox.server import SandboxServer
 from tests.helpers import CREDENTIALS, current_counts, query, sync
 
 ROOT = Path(__file__).resolve().parents[2]

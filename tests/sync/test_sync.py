@@ -7,8 +7,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from diligence.sandbox.server import SandboxServer
 from diligence.sync import SyncError
+from sandbox.server import SandboxServer
 from tests.helpers import current_counts, query, sync
 
 

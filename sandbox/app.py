@@ -11,7 +11,7 @@ malformed ``x-namespace`` (required on 4-11, optional on 3); 403 for a
 namespace the user does not belong to, or for a company type the namespace
 may not read; 404 for companies, connections, fields, answers and documents
 it cannot see; 405 for a wrong method. Every error body is
-``{"message": "..."}``. Admin routes live in :mod:`diligence.sandbox.admin`.
+``{"message": "..."}``. Admin routes live in :mod:`sandbox.admin`.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from urllib.parse import parse_qs, quote
 
 import orjson
 
-from diligence.sandbox.admin import handle_admin
-from diligence.sandbox.auth import AuthError, Claims, TokenAuthority
-from diligence.sandbox.data import Access, World
-from diligence.sandbox.faults import FaultInjector, Faults, Outcome
-from diligence.sandbox.hostile import hostile_error
+from sandbox.admin import handle_admin
+from sandbox.auth import AuthError, Claims, TokenAuthority
+from sandbox.data import Access, World
+from sandbox.faults import FaultInjector, Faults, Outcome
+from sandbox.hostile import hostile_error
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -1,4 +1,4 @@
-"""Throughput check: ``python -m diligence.sandbox.loadcheck --seconds 5``.
+"""Throughput check: ``python -m sandbox.loadcheck --seconds 5``.
 
 Starts the sandbox in a subprocess (so server and client do not share a
 core), then drives it with ``httpx.AsyncClient`` workers at a fixed
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import httptools
 import httpx
 
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD
 
 _READY = re.compile(r"Sandbox ready at (http://\S+)")
 
@@ -101,8 +101,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
 @contextlib.contextmanager
 def sandbox_subprocess(scale: str = "small", seed: int = 7,
                        extra: Sequence[str] = ()) -> Iterator[tuple[str, int]]:
-    """Run ``python -m diligence.sandbox --port 0``; yield (base URL, process id)."""
-    cmd = [sys.executable, "-m", "diligence.sandbox", "--port", "0", "--scale", scale,
+    """Run ``python -m sandbox --port 0``; yield (base URL, process id)."""
+    cmd = [sys.executable, "-m", "sandbox", "--port", "0", "--scale", scale,
            "--seed", str(seed), *extra]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -238,7 +238,7 @@ def _cpu_seconds(pid: int) -> float | None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse arguments, run the load, print requests per second."""
-    parser = argparse.ArgumentParser(prog="python -m diligence.sandbox.loadcheck",
+    parser = argparse.ArgumentParser(prog="python -m sandbox.loadcheck",
                                      description="Measure the sandbox's throughput.")
     parser.add_argument("--seconds", type=float, default=5.0, help="duration of each load run")
     parser.add_argument("--concurrency", type=int, default=32, help="requests in flight")

@@ -1,6 +1,6 @@
-"""``python -m diligence.sandbox``: run the sandbox in the foreground (e.g. as a subprocess).
+"""``python -m sandbox``: run the sandbox in the foreground (e.g. as a subprocess).
 
-The fault flags are generated from :class:`diligence.sandbox.faults.Faults`
+The fault flags are generated from :class:`sandbox.faults.Faults`
 (``latency_ms`` -> ``--latency-ms``), so the dataclass is the single source of
 truth; :func:`add_arguments` and :func:`serve_kwargs` let another CLI expose
 and forward the same options.
@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
-from diligence.sandbox.data import SCALES
-from diligence.sandbox.faults import Faults
-from diligence.sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, DEFAULT_PORT, serve
+from sandbox.data import SCALES
+from sandbox.faults import Faults
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, DEFAULT_PORT, serve
 
 # Short spellings accepted besides the generated ones.
 _ALIASES = {"url_ttl_seconds": ["--url-ttl"]}
@@ -75,7 +75,7 @@ def faults_from_args(args: argparse.Namespace) -> Faults:
 
 
 def serve_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments for :func:`diligence.sandbox.server.serve` from parsed arguments."""
+    """Keyword arguments for :func:`sandbox.server.serve` from parsed arguments."""
     return {
         "port": args.port, "host": args.host, "scale": args.scale, "seed": args.seed,
         "drift": args.drift, "hostile": args.hostile, "today": args.today, "email": args.email,
@@ -87,7 +87,7 @@ def serve_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse ``argv`` and serve until interrupted."""
-    parser = argparse.ArgumentParser(prog="python -m diligence.sandbox",
+    parser = argparse.ArgumentParser(prog="python -m sandbox",
                                      description="Run the local stand-in of the service.")
     add_arguments(parser)
     args = parser.parse_args(argv)

@@ -3,7 +3,7 @@
 Every value is a pure function of the world seed and the identifiers involved:
 ``rng_for(seed, "answers", company_id, type_id)`` always yields the same random
 stream, so any piece of the world can be generated on demand, in any order, and
-comes out the same each time. :mod:`diligence.sandbox.data` decides *what* exists
+comes out the same each time. :mod:`sandbox.data` decides *what* exists
 (which companies, connections and rights); this module decides what each thing
 *looks like*.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from diligence.sandbox import vocab
+from sandbox import vocab
 
 LABEL = "Label"
 INPUT = "Input"

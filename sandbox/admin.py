@@ -1,6 +1,6 @@
 """Admin routes of the sandbox, under ``/_sandbox/`` (no auth, loopback clients only).
 
-- ``GET /_sandbox/truth``: ground truth (:func:`diligence.sandbox.truth.compute_truth`).
+- ``GET /_sandbox/truth``: ground truth (:func:`sandbox.truth.compute_truth`).
 - ``GET /_sandbox/faults``: current fault switches.
 - ``POST /_sandbox/faults``: update switches, body ``{"error_rate": 0.1, ...}``;
   ``"reset": true`` turns all off first. Answers the new switches.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
-    from diligence.sandbox.app import Receive, Result, SandboxApp, Scope
+    from sandbox.app import Receive, Result, SandboxApp, Scope
 
 _LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 

@@ -1,5 +1,5 @@
 """Running the sandbox: in a background thread (:class:`SandboxServer`) or in the
-foreground (:func:`serve`, used by ``python -m diligence.sandbox`` and the CLI).
+foreground (:func:`serve`, used by ``python -m sandbox`` and the CLI).
 
 Both serve the ASGI app with uvicorn on uvloop and httptools, without access
 logs. Binding the socket before uvicorn starts lets port 0 pick a free port
@@ -19,9 +19,9 @@ from typing import Any, Self, TextIO
 
 import uvicorn
 
-from diligence.sandbox.app import SandboxApp, create_app
-from diligence.sandbox.data import World, build_world
-from diligence.sandbox.faults import Faults
+from sandbox.app import SandboxApp, create_app
+from sandbox.data import World, build_world
+from sandbox.faults import Faults
 
 DEFAULT_EMAIL = "analyst@example.com"
 DEFAULT_PASSWORD = "sandbox-password"

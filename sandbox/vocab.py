@@ -2,7 +2,7 @@
 
 Everything here is static: countries with cities and legal forms, name parts,
 the company-type catalogue, questionnaire themes (forms with their questions),
-document kinds and role names. The generator in :mod:`diligence.sandbox.generate`
+document kinds and role names. The generator in :mod:`sandbox.generate`
 picks from these lists with seeded randomness, so the same seed always yields
 the same world.
 """

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from diligence.sandbox import generate as gen
+from sandbox import generate as gen
 
 if TYPE_CHECKING:
-    from diligence.sandbox.data import World
+    from sandbox.data import World
 
 
 @dataclass(frozen=True)

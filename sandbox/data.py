@@ -3,7 +3,7 @@
 :func:`build_world` lays out the structure eagerly (companies, namespaces,
 connections, reading rights, templates), which is cheap even at the ``large``
 scale. Questionnaire answers and documents are generated on demand from a hash
-of (seed, company, company type) by :mod:`diligence.sandbox.generate` and
+of (seed, company, company type) by :mod:`sandbox.generate` and
 memoised, so a company's answers are its own and identical whichever namespace
 reads them.
 
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from diligence.sandbox import generate as gen
-from diligence.sandbox import vocab
-from diligence.sandbox.hostile import make_hostile
-from diligence.sandbox.truth import QuestionnaireStats, compute_truth
+from sandbox import generate as gen
+from sandbox import vocab
+from sandbox.hostile import make_hostile
+from sandbox.truth import QuestionnaireStats, compute_truth
 
 __all__ = ["SCALES", "Access", "Connection", "Namespace", "World", "build_world"]
 
@@ -132,11 +132,11 @@ class World:
         self._doc_index_complete = False
         self._truth: tuple[int, dict[str, Any]] | None = None
         self._template_types: dict[str, list[str]] = {}
-        #: document id -> bytes appended to its file (`diligence.sandbox.hostile`)
+        #: document id -> bytes appended to its file (`sandbox.hostile`)
         self.file_padding: dict[str, int] = {}
-        #: document ids whose file answers 404 (`diligence.sandbox.hostile`)
+        #: document ids whose file answers 404 (`sandbox.hostile`)
         self.missing_files: set[str] = set()
-        #: serves the hostile data of `diligence.sandbox.hostile`
+        #: serves the hostile data of `sandbox.hostile`
         self.hostile = False
 
     # ------------------------------------------------------------ structure
@@ -420,7 +420,7 @@ class World:
     # ------------------------------------------------------------ truth
 
     def truth(self) -> dict[str, Any]:
-        """Ground truth of the current state; see :func:`diligence.sandbox.truth.compute_truth`
+        """Ground truth of the current state; see :func:`sandbox.truth.compute_truth`
         for the meaning of every count. Cached until the world changes."""
         with self._lock:
             if self._truth is None or self._truth[0] != self.generation:
@@ -448,7 +448,7 @@ def build_world(scale: str = "small", seed: int = 7, drift: bool = False,
     companies of its own. One own connection is a ghost (listed, detail 404);
     another has no received rights. Received rights cover 1-3 company types; a
     shared company grants the same two types to most namespaces it is in.
-    ``hostile`` adds the attacks of :mod:`diligence.sandbox.hostile`.
+    ``hostile`` adds the attacks of :mod:`sandbox.hostile`.
     """
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")

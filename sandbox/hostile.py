@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from diligence.sandbox import generate as gen
+from sandbox import generate as gen
 
 if TYPE_CHECKING:
-    from diligence.sandbox.data import World
+    from sandbox.data import World
 
 __all__ = ["DEEP_NESTING", "HOSTILE_ERROR", "HOSTILE_TEXTS", "OVERSIZE_FILE_BYTES", "hostile_error",
            "make_hostile"]
