@@ -21,6 +21,8 @@ Modules:
 - :mod:`benchmarks.scenarios`: the five scenarios and their tables.
 - :mod:`benchmarks.run`: the command line (``make bench``).
 
-Scratch files (warehouses, logs, profiles, the bytecode cache of the children, raw
-figures) go to ``benchmarks/.work/`` (git-ignored).
+The results: a headline (machine, goals, verdicts) in ``benchmarks/RESULTS.md``, every
+scenario's tables in ``docs/benchmarks-history.md``. Scratch files (warehouses, logs,
+profiles, the bytecode cache of the children, raw figures) go to ``benchmarks/.work/``
+(git-ignored).
 """

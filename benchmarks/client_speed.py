@@ -167,7 +167,8 @@ def _fmt(value: float, digits: int = 2) -> str:
 
 
 def render(results: dict[str, Any], profile: dict[str, Any] | None = None) -> str:
-    """The results as the markdown section of `benchmarks/RESULTS.md`."""
+    """The results as a markdown section for `docs/benchmarks-history.md` (its headline goes
+    to `benchmarks/RESULTS.md`)."""
     lines = []
     for name, title in (("fetch", "`medium`, no latency, concurrency 16"),
                         ("throughput", "`large`, no latency, concurrency 16")):

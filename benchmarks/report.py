@@ -69,8 +69,9 @@ class Section:
     profiles: list[str] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
 
-    def render(self) -> str:
-        parts = [f"## {self.title}", "", self.setup, ""]
+    def render(self, level: int = 2) -> str:
+        """The section as Markdown, its title a heading of `level`."""
+        parts = [f"{'#' * level} {self.title}", "", self.setup, ""]
         for table in self.tables:
             parts += [table.render(), ""]
         if self.goals:
@@ -80,7 +81,7 @@ class Section:
         for note in self.notes:
             parts += [note, ""]
         if self.profiles:
-            parts += ["### What bounds it (profile)", ""]
+            parts += [f"{'#' * (level + 1)} What bounds it (profile)", ""]
             for profile in self.profiles:
                 parts += [profile, ""]
         return "\n".join(parts).rstrip() + "\n"

@@ -710,7 +710,7 @@ def status(
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the status as one JSON object (keys in the README).")
+        bool, typer.Option("--json", help="Print the status as one JSON object (keys in docs/cli.md).")
     ] = False,
     sources: Annotated[
         bool,

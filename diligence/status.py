@@ -1,7 +1,7 @@
 """`diligence status`: what the last syncs did and how fresh the warehouse is.
 
 :func:`collect_status` reads everything once into a plain dict with stable keys (the
-``--json`` output, documented in the README); :func:`render_status` prints the same as
+``--json`` output, documented in docs/cli.md); :func:`render_status` prints the same as
 tables. The shape::
 
     {"warehouse": "...", "sync_running": {"pid": 4242} | null, "state": "ready" |

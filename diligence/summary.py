@@ -3,7 +3,7 @@
 Built from what the run already counted: each namespace's outcome (requests it needed,
 rows, sync issues, durations), the client's traffic counters (attempts sent, retries,
 429 answers, overall and per namespace: :class:`~pipelines.company_connections.client.RequestStats`)
-and the rows each raw table received. The shape (stable keys, documented in README)::
+and the rows each raw table received. The shape (stable keys, documented in docs/cli.md)::
 
     {"version": 1, "sync_id": "...", "warehouse": "...", "synced_at": "...",
      "status": "success" | "failed" | "nothing_loaded", "resources": null | [...],

@@ -27,8 +27,8 @@ SCENARIOS = {
 _NUMBER = re.compile(r"\d")
 
 
-def _sections(markdown: str) -> dict[str, str]:
-    parts = re.split(r"^## ", markdown, flags=re.MULTILINE)
+def _sections(markdown: str, level: int = 2) -> dict[str, str]:
+    parts = re.split(rf"^{'#' * level} ", markdown, flags=re.MULTILINE)
     return {part.split("\n", 1)[0].strip(): part for part in parts[1:]}
 
 
@@ -55,18 +55,21 @@ def test_tiny_benchmark_reports_every_scenario(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     text = out.read_text()
+    details = (tmp_path / "RESULTS-details.md").read_text()  # every scenario's tables
     assert "Scenarios that could not run" not in text
-    assert "data checks failed" not in text  # the throughput run's models pass their checks
+    assert "data checks failed" not in text + details  # the throughput run's models pass their checks
     assert "| CPU |" in text  # the machine is described
-    sections = _sections(text)
+    assert "(RESULTS-details.md#latest-full-run)" in text
+    sections = _sections(details, level=3)
     for key, title in SCENARIOS.items():
         assert title in sections, f"no section for {key}"
         rows = _numeric_rows(sections[title])
         assert rows, f"section {title!r} has no table with numbers"
         assert title in proc.stdout, f"{title!r} not printed to stdout"
     # the goals table lists a verdict for every goal
-    assert re.search(r"\| (met|\*\*missed\*\*|not measured) \|", sections["Goals at a glance"])
+    assert re.search(r"\| (met|\*\*missed\*\*|not measured) \|", _sections(text)["Goals at a glance"])
     raw = json.loads((work / "results-tiny.json").read_text())
     assert set(raw) == set(SCENARIOS)
     # the baselines land the same rows as the sandbox's ground truth
     assert "same rows land" in sections[SCENARIOS["baselines"]]
+    assert "same rows land" in text

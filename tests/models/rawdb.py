@@ -1,6 +1,6 @@
 """Hand-built raw layers for the model tests: the dlt `raw` tables, created by hand.
 
-The shape is the raw layer of the sync engine (see README "The raw layer"): `companies`,
+The shape is the raw layer of the sync engine (see docs/analysts.md, "The raw layer"): `companies`,
 `connections`, `questionnaires` and `documents` are dlt scd2 tables (`_dlt_valid_from` =
 synced_at of the run that first loaded a version, `_dlt_valid_to` = synced_at of the run
 that retired it, NULL while current); `sync_runs` has one row per (sync, namespace) with

@@ -16,6 +16,7 @@ from diligence.models import ModelError, build_models
 from .helpers import rows, scalar
 
 CUSTOM_README = PROJECT_DIR / "models" / "custom" / "README.md"
+ANALYSTS_GUIDE = PROJECT_DIR.parent / "docs" / "analysts.md"
 
 
 def _project_with(tmp_path: Path, models: dict[str, str]) -> Path:
@@ -26,11 +27,24 @@ def _project_with(tmp_path: Path, models: dict[str, str]) -> Path:
     return project
 
 
-def _readme_example() -> tuple[str, str]:
-    text = CUSTOM_README.read_text(encoding="utf-8")
-    sql = re.search(r"```sql\n(.*?)```", text, re.S).group(1)  # type: ignore[union-attr]
-    name = re.search(r"models/custom/(\w+\.sql)", sql).group(1)  # type: ignore[union-attr]
-    return name, sql
+def _readme_example(readme: Path = CUSTOM_README) -> tuple[str, str]:
+    """The custom model shown in `readme`: the first SQL block naming a file under
+    models/custom/."""
+    text = readme.read_text(encoding="utf-8")
+    for sql in re.findall(r"```sql\n(.*?)```", text, re.S):
+        named = re.search(r"models/custom/(\w+\.sql)", sql)
+        if named:
+            return named.group(1), sql
+    raise AssertionError(f"no custom model example in {readme}")
+
+
+def test_the_analysts_guide_shows_the_example_that_is_tested() -> None:
+    """docs/analysts.md shows the same model as sql/models/custom/README.md (below the
+    comment naming its path), so the guide's example is the one that builds."""
+    guide_name, guide_sql = _readme_example(ANALYSTS_GUIDE)
+    name, sql = _readme_example()
+    assert guide_name == name
+    assert guide_sql.split("\n", 1)[1] == sql.split("\n", 1)[1]
 
 
 def test_the_readme_example_builds_with_our_models(clean_warehouse: Path, tmp_path: Path) -> None:
