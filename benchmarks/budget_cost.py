@@ -178,9 +178,9 @@ def main() -> int:
         f"{inflight['per_request_us']:.1f} µs each, with {inflight['leases']:.0f} Prefect "
         "lease in all.",
         "",
-        "Two workers of one account, one namespace each, side by side (with the rate "
-        "shared wherever `requests_per_second` is set; `max_concurrency = 4` bounds the two together when in-flight "
-        "slots are shared, each on its own when not):",
+        "Two workers of one account, one namespace each, side by side (the rate shared "
+        "wherever `requests_per_second` is set; `max_concurrency = 4` bounds the two "
+        "together when in-flight slots are shared, each on its own when not):",
         "",
         "| service | in flight shared | requests/s (both) | 429s | most in flight at the "
         "service | Prefect calls per request |",
