@@ -6,7 +6,9 @@ notification (:mod:`flows.notify`); nothing is sent when nothing is new.
 
     previous run   = the latest analytics.sync_runs.synced_at before this run began
     status then    = the document's version current at that time (analytics.document_history),
-                     classed against that time with the same window
+                     classed against that time with the same window, by the project's
+                     expiry rule (dbt macro `expiry_status`, sql/macros/expiry.sql),
+                     the one document_expiry uses
     status now     = analytics.document_expiry (built by this run)
 
     newly expired  : expired now,  and not expired then (or not known then)
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import duckdb
 
+from .dbt import render_macro
 from .safe_text import terminal_text
 
 __all__ = ["DocumentAlert", "RunAlerts", "run_alerts", "previous_run_at", "MAX_LISTED"]
@@ -33,16 +36,7 @@ __all__ = ["DocumentAlert", "RunAlerts", "run_alerts", "previous_run_at", "MAX_L
 #: Documents listed per section of a message; the rest are counted ("... and N more").
 MAX_LISTED = 50
 
-_STATUS_THEN = """
-    case
-        when expiration_date is null then null
-        when expiration_date < ?::timestamptz then 'expired'
-        when expiration_date <= ?::timestamptz + to_days(?::integer) then 'expiring'
-        else 'valid'
-    end
-"""
-
-_NEWLY = f"""
+_NEWLY = """
 with
 
 now_ as (
@@ -53,7 +47,7 @@ now_ as (
 versions_then as (
     select
         namespace_company_id, company_id, company_type_id, document_id,
-        {_STATUS_THEN} as status_then
+        {status_then} as status_then
     from analytics.document_history
     where ?::timestamptz is not null
       and valid_from <= ?::timestamptz
@@ -178,11 +172,13 @@ def run_alerts(
 ) -> RunAlerts:
     """What is new in `warehouse` (models built by this run) since the run before
     `run_started_at`; `failed_namespaces` are this run's failures, as (namespace, why)."""
+    status_then = render_macro("expiry_status", "expiration_date", "is_expiration_date_invalid",
+                               "?::timestamptz", "?::integer")
     with duckdb.connect(str(warehouse), read_only=True) as con:
         con.execute("set TimeZone = 'UTC'")
         previous = previous_run_at(con, run_started_at)
         rows = con.execute(
-            _NEWLY,
+            _NEWLY.format(status_then=status_then),
             [previous, previous, expiring_within_days, previous, previous, previous],
         ).fetchall()
     alerts = RunAlerts(

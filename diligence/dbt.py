@@ -236,6 +236,19 @@ def invoke(
     return DbtRun(success=bool(outcome.success), nodes=_nodes(outcome.result), result=outcome.result)
 
 
+def render_macro(name: str, *arguments: str, project_dir: Path = PROJECT_DIR) -> str:
+    """The SQL that the project's macro `name` expands to for `arguments` (SQL text, e.g.
+    column names or ``?`` placeholders), so Python-side queries apply the project's own
+    rule rather than a copy of it. Compiled inline (``dbt compile --inline``), with no
+    warehouse opened."""
+    call = "{{ " + name + "(" + ", ".join(repr(argument) for argument in arguments) + ") }}"
+    run = invoke(["compile", "--inline", call, "--no-introspect", "--no-populate-cache"],
+                 PARSE_LOCATION, project_dir=project_dir, read_only=True)
+    if not run.success or not run.result or not run.result.results:
+        raise DbtError(f"dbt could not render macro {name}: {run.error or 'no result'}")
+    return str(run.result.results[0].node.compiled_code).strip()
+
+
 def descriptions(target: str = "build", project_dir: Path = PROJECT_DIR) -> dict[str, Description]:
     """The YAML descriptions of the models this process last parsed for `target`, by
     model name (models without any description are left out)."""

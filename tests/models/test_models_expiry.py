@@ -135,3 +135,27 @@ def test_missing_expiration_column_means_no_expiry(tmp_path: Path) -> None:
 def test_invalid_window(tmp_path: Path, bad: object) -> None:
     with pytest.raises((ValueError, TypeError)):
         build_models(tmp_path / "w.duckdb", expiring_within_days=bad)  # type: ignore[arg-type]
+
+
+def test_the_alerts_class_past_versions_by_the_marts_own_rule() -> None:
+    """The alerts' "status then" is the dbt macro `expiry_status` rendered for their
+    query, so the rule exists once: classing each case's date with it gives the statuses
+    that document_expiry gives."""
+    from diligence.dbt import DbtError, render_macro
+
+    rule = render_macro("expiry_status", "expiration_date", "is_invalid", "?::timestamptz",
+                        "?::integer")
+    with duckdb.connect() as con:
+        con.execute("set TimeZone = 'UTC'")
+        for document_id, (sent, expected, _) in CASES.items():
+            parsed = con.execute(
+                "select try_cast(nullif(trim(?), '') as timestamptz), "
+                "nullif(trim(?), '') is not null and try_cast(nullif(trim(?), '') as timestamptz) is null",
+                [sent, sent, sent]).fetchone()
+            assert parsed is not None
+            status = con.execute(
+                f"select {rule} from (select ?::timestamptz as expiration_date, ?::boolean as is_invalid)",
+                [AS_OF.replace(tzinfo=UTC), AS_OF.replace(tzinfo=UTC), 30, *parsed]).fetchone()
+            assert status == (expected,), document_id
+    with pytest.raises(DbtError, match="could not render macro no_such_macro"):
+        render_macro("no_such_macro", "x")
