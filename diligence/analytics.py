@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .checks import CheckResult, run_checks
+from .checks import CheckResult
 from .models import ModelError, ModelsResult, build_models
 from .publish import publish_analytics
 from .warehouse import MODELS_MEMORY_FALLBACKS, MODELS_MEMORY_LIMIT, MODELS_THREADS, Warehouse
@@ -39,8 +39,8 @@ def rebuild_analytics(
     as_of: datetime | None = None,
     wait_seconds: float = 0.0,
 ) -> AnalyticsResult:
-    """Build the models (dbt, then one swap into `analytics`), run the checks (dbt's
-    data tests), and publish the copy.
+    """Build the models and run the checks (dbt's data tests) on them in one ``dbt
+    build``, swap them into `analytics`, and publish the copy.
 
     The published copy of a file warehouse (see :mod:`diligence.publish`) is only
     replaced when every check passed, so analysts never see a build that failed its
@@ -51,7 +51,7 @@ def rebuild_analytics(
     with owner.writing(wait_seconds=wait_seconds):
         # dbt opens the warehouse itself: a file is not held open meanwhile
         models = _build_within_memory(owner, expiring_within_days=expiring_within_days, as_of=as_of)
-        checks = run_checks(owner)
+        checks = models.checks
         published = None
         # a lake is read in place by analysts (read-only ATTACH): no copy
         if owner.path is not None and all(c.passed for c in checks):

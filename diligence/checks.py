@@ -3,8 +3,10 @@
 Each check is a dbt test returning the offending rows, passing when it returns none:
 the key tests (``unique_key``, ``not_null_key``, ``accepted_values``) are declared in
 `sql/models/marts/_marts.yml`, the others are singular tests in `sql/tests/`. A check's
-name is ``<model>__<what it checks>``. They run with ``dbt test`` on target
-``analytics`` (see :mod:`diligence.dbt`), after the build has been swapped in.
+name is ``<model>__<what it checks>``. A build runs them with its models (``dbt
+build`` on target ``build``, where they warn instead of failing, so a failing check
+never skips a model: :mod:`diligence.models`); :func:`run_checks` runs them alone with
+``dbt test`` on target ``analytics`` (see :mod:`diligence.dbt`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .dbt import DbtError, describe_failure, invoke, location_of
+from .dbt import DbtError, DbtRun, describe_failure, invoke, location_of
 from .location import WarehouseLocation
 
 
@@ -65,9 +67,17 @@ def run_checks(
     from .dbt import PROJECT_DIR
 
     run = invoke(["test"], location_of(warehouse), target="analytics", project_dir=project_dir or PROJECT_DIR)
-    errors = [node for node in run.nodes if node.status in ("error", "runtime error")]
+    return check_results(run, "dbt test")
+
+
+def check_results(run: DbtRun, doing: str) -> list[CheckResult]:
+    """The checks of a dbt invocation (`dbt test`, or the tests of `dbt build`), one per
+    test, sorted by name. Raises :class:`~diligence.dbt.DbtError` when a test could not
+    run (`doing` names the invocation in the message)."""
+    errors = [node for node in run.nodes
+              if node.resource_type == "test" and node.status in ("error", "runtime error")]
     if run.error is not None or errors:
-        raise DbtError(describe_failure(run, "dbt test"), node=errors[0].name if errors else None)
+        raise DbtError(describe_failure(run, doing), node=errors[0].name if errors else None)
     return sorted(
         (
             CheckResult(name=node.name, failing_rows=int(node.failures or 0))

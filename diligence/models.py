@@ -1,8 +1,10 @@
 """Build the SQL models: the dbt project in `sql/` (see `sql/README.md`).
 
 dbt builds the staging views (schema `staging`) and the marts into schema
-`analytics_build` (target ``build`` of :mod:`diligence.dbt`); once every model has
-built, one DuckDB transaction replaces schema `analytics` with a copy of it, the
+`analytics_build` (target ``build`` of :mod:`diligence.dbt`), and runs the checks (the
+project's data tests, see :mod:`diligence.checks`) on them in the same invocation
+(``dbt build``; on this target a failing check warns, so it never skips a model); once
+every model has built, one DuckDB transaction replaces schema `analytics` with a copy of it, the
 descriptions (dbt's ``persist_docs``) included, and drops `analytics_build`. A reader
 of `analytics`, on the file or on a lake, sees the previous build or the new one,
 never half of one. A failing model leaves `analytics` as it was and raises
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from .checks import CheckResult, check_results
 from .dbt import (
     ANALYTICS_SCHEMA,
     BUILD_SCHEMA,
@@ -78,6 +81,8 @@ class ModelsResult:
     timings: dict[str, float] = field(default_factory=dict)
     row_counts: dict[str, int] = field(default_factory=dict)  # analytics table -> rows
     seconds: float = 0.0
+    #: the checks, run on the build before it was swapped in
+    checks: list[CheckResult] = field(default_factory=list)
 
 
 def build_models(
@@ -106,7 +111,7 @@ def build_models(
     as_of_utc = _to_naive_utc(as_of or datetime.now(UTC))
     started = time.perf_counter()
     run = invoke(
-        ["run"],
+        ["build"],
         location,
         target="build",
         variables={
@@ -122,7 +127,9 @@ def build_models(
     timings = {
         f"{node.schema if node.schema != BUILD_SCHEMA else ANALYTICS_SCHEMA}.{node.name}": node.seconds
         for node in run.nodes
+        if node.resource_type == "model"
     }
+    checks = check_results(run, "dbt build")
     try:
         with _session(warehouse, location) as con:
             row_counts = swap_into_analytics(con, descriptions("build", project_dir))
@@ -134,6 +141,7 @@ def build_models(
         timings=timings,
         row_counts=row_counts,
         seconds=time.perf_counter() - started,
+        checks=checks,
     )
 
 
@@ -250,13 +258,16 @@ def _describe(con: duckdb.DuckDBPyConnection, tables: list[str], described: dict
 
 
 def _model_error(run: DbtRun) -> DiligenceError:
-    """ModelError naming the failed model; DbtError when dbt could not run at all."""
+    """ModelError naming the failed model; DbtError when dbt could not run at all, or a
+    check could not run."""
     failed = run.first_failure()
     if failed is None:
-        return DbtError(describe_failure(run, "dbt run"))
+        return DbtError(describe_failure(run, "dbt build"))
     message = failed.message or failed.status
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     detail = next((line for line in lines if not line.startswith("Runtime Error")), lines[0] if lines else "")
+    if failed.resource_type == "test":
+        return DbtError(f"check {failed.name} could not run: {detail}", node=failed.name)
     schema = ANALYTICS_SCHEMA if failed.schema == BUILD_SCHEMA else failed.schema
     return ModelError(f"{schema}.{failed.name}", detail)
 

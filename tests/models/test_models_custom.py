@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from diligence.checks import run_checks
+from diligence.checks import check_names, run_checks
 from diligence.dbt import PROJECT_DIR
 from diligence.models import ModelError, build_models
 
@@ -74,3 +74,21 @@ def test_a_failing_custom_model_names_itself_and_keeps_analytics(
     assert "no_such_column" in str(raised.value)
     after = rows(clean_warehouse, "select table_name from duckdb_tables() where schema_name = 'analytics'")
     assert after == before
+
+
+def test_a_failing_check_runs_with_the_build_and_skips_no_model(
+        clean_warehouse: Path, tmp_path: Path) -> None:
+    """The build runs the checks on the new build (one `dbt build`): a check that fails
+    on an early model is reported with its rows, and every model after it still
+    builds and is swapped in."""
+    project = _project_with(tmp_path, {
+        "late.sql": "select count(*) as questionnaires from {{ ref('answers_wide') }}",
+    })
+    (project / "tests" / "sync_runs__never_true.sql").write_text(
+        "select * from {{ ref('sync_runs') }}", encoding="utf-8")
+    result = build_models(clean_warehouse, project_dir=project)
+    failed = [check for check in result.checks if not check.passed]
+    assert [check.name for check in failed] == ["sync_runs__never_true"]
+    assert failed[0].failing_rows == scalar(clean_warehouse, "select count(*) from analytics.sync_runs")
+    assert len(result.checks) == len(check_names()) + 1
+    assert "analytics.late" in result.row_counts and "analytics.answers_wide" in result.row_counts
