@@ -36,7 +36,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .dlt_lookups import dlt_lookups_made_once
 from .errors import DiligenceError, SyncError
 from .resume import plan_resume
 from .warehouse import (
@@ -358,7 +357,6 @@ def run_sync(
                 for result in stream:
                     if not opened:
                         loading.enter_context(_loading(owner))
-                        loading.enter_context(dlt_lookups_made_once())
                         opened = True
                     fetched = time.perf_counter()
                     ns = result.namespace_company_id
