@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .dbt import DbtError, describe_failure, invoke, location_of
+from .errors import DiligenceError
 from .location import WarehouseLocation
 
 
@@ -27,7 +28,7 @@ class CheckResult:
         return self.failing_rows == 0
 
 
-class ChecksFailed(Exception):
+class ChecksFailed(DiligenceError):
     """One or more checks returned offending rows."""
 
     def __init__(self, failures: list[CheckResult]) -> None:
