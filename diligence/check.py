@@ -119,7 +119,7 @@ def run_check(
     Raises :class:`CheckError` (one line) when something would stop a sync.
     """
     from pipelines.company_connections import resolve_settings, run_coroutine
-    from pipelines.company_connections.errors import ConfigurationError, ServiceError
+    from pipelines.company_connections.errors import SourceError
 
     from .sync import _describe
 
@@ -131,7 +131,7 @@ def run_check(
         return run_coroutine(_check(settings, namespaces))
     except CheckError:
         raise
-    except (ServiceError, ConfigurationError) as exc:
+    except SourceError as exc:
         raise CheckError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - one clear line, as a sync would print it
         raise CheckError(_describe(exc)) from exc

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .dbt import DbtError, DbtRun, describe_failure, invoke, location_of
+from .errors import DiligenceError
 from .location import WarehouseLocation
 
 
@@ -29,7 +30,7 @@ class CheckResult:
         return self.failing_rows == 0
 
 
-class ChecksFailed(Exception):
+class ChecksFailed(DiligenceError):
     """One or more checks returned offending rows."""
 
     def __init__(self, failures: list[CheckResult]) -> None:

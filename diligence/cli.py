@@ -28,6 +28,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from .consoles import make_console
+from .errors import DiligenceError, raised_on_purpose
 from .safe_text import console_text
 from .warehouse import DEFAULT_WAREHOUSE
 
@@ -65,6 +66,11 @@ DataPathOption = Annotated[
 ]
 
 
+# Exit codes (CONTRACT.md: 0 on success, non-zero on failure), by root, all in
+# `handle_errors`: a CommandError exits with its own code (EXIT_USAGE: the command line
+# cannot work); every other error raised on purpose, of either root (our DiligenceError,
+# the client's SourceError: see diligence.errors), is EXIT_FAILED and prints its message;
+# anything else is a bug: EXIT_FAILED, its class name and a hint to run with --debug.
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -86,30 +92,12 @@ def _require_data(owner: Any, *, writing: bool = False) -> None:
         raise CommandError(f"no warehouse at {owner.display()}; run `diligence sync` first", EXIT_USAGE)
 
 
-class CommandError(Exception):
-    """An error to print as one line, with its exit code."""
+class CommandError(DiligenceError):
+    """An error to print as one line, with its exit code (even with --debug)."""
 
     def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
         super().__init__(message)
         self.code = code
-
-
-def _known_errors() -> tuple[type[BaseException], ...]:
-    """The roots of the errors raised on purpose: ours, the client's, and the model and
-    export errors (printed as one line, no traceback)."""
-    from pipelines.company_connections.errors import ConfigurationError, ServiceError
-
-    from .errors import DiligenceError
-
-    errors: list[type[BaseException]] = [DiligenceError, ServiceError, ConfigurationError]
-    try:
-        from .export import ExportError
-        from .models import ModelError
-
-        errors += [ModelError, ExportError]
-    except ImportError:  # pragma: no cover - both modules always ship
-        pass
-    return tuple(errors)
 
 
 def _quiet() -> bool:
@@ -178,7 +166,7 @@ def handle_errors(func: F) -> F:
             from .hints import hint_for
 
             hint = hint_for(exc)
-            known = hint is not None or isinstance(exc, _known_errors())
+            known = hint is not None or raised_on_purpose(exc)
             text = hint or (str(exc) if known else f"{type(exc).__name__}: {exc}")
             error_line(text)
             if not known:

@@ -1,27 +1,44 @@
-"""The errors of `diligence/`: one root, and whether another attempt may succeed.
+"""The errors of the product: one root, and whether another attempt may succeed.
 
-The tree::
+The tree (``transient``: may the same step succeed if retried?)::
 
-    DiligenceError                  base of everything diligence/ raises on purpose;
-    │                               `transient`: may the same step succeed if retried?
+    DiligenceError                  base of everything diligence/ and flows/ raise on
+    │                               purpose; not transient unless a subclass says so
+    ├── SettingsError               a setting or option is missing or invalid
+    │   ├── SelectError             a --select value names no resource (diligence.select)
+    │   └── ScheduleError           a schedule's cron or time zone (diligence.schedule_check)
     ├── SyncError                   a sync could not run at all (credentials, service,
     │                               configuration, a failed load); transient unless its
     │                               cause is permanent (see :func:`is_transient`)
-    ├── SettingsError               a setting is missing or invalid; never transient
+    ├── NamespaceSyncError          a namespace could not be read completely (its previous
+    │   │                           data is kept); carries its `NamespaceOutcome`; transient
+    │   └── UnknownNamespaceError   user-info does not list the namespace (a wrong id, or
+    │                               access lost since an earlier sync)
     ├── WarehouseBusyError          another writer holds the warehouse (the writer lock or
     │                               an open DuckDB session); transient
     ├── WarehouseLocationError      a warehouse location (DuckDB file or DuckLake URI) or
-    │                               its data path cannot be used (diligence.location); never
-    │                               transient
-    └── NamespaceSyncError          a namespace could not be read completely (its previous
-        │                           data is kept); carries its `NamespaceOutcome`; transient
-        └── UnknownNamespaceError   user-info does not list the namespace (a wrong id, or
-                                    access lost since an earlier sync); never transient
+    │                               its data path cannot be used (diligence.location)
+    ├── WarehouseFormatError        a warehouse file this DuckDB cannot read, or a failed
+    │                               migration (diligence.migrate)
+    ├── ModelError                  a model failed to build (diligence.models)
+    ├── DbtError                    dbt could not run, or a model or test failed (diligence.dbt)
+    ├── ChecksFailed                data checks returned offending rows (diligence.checks)
+    ├── CheckError                  `diligence check` found a problem (diligence.check)
+    ├── ExportError                 the reports could not be exported (diligence.export)
+    ├── ReportError                 the warehouse cannot be reported on (diligence.report_data)
+    ├── CommandError                a command line that cannot work, with its exit code
+    │                               (diligence.cli)
+    └── FlowError                   the Prefect flow's own errors (flows.errors)
+        └── RunFailedError          a namespace was not loaded or a check failed
 
-The client's errors have their own root in ``pipelines/`` (``ServiceError``: requests
-that failed, and ``ConfigurationError``); they are mapped to transient/permanent in
-:func:`transient_of`. The CLI catches the roots; the flow's ``retry_if_transient``
-calls :func:`is_transient`. Nothing here imports dlt, DuckDB or Prefect at import time.
+The service client has a root of its own, because ``pipelines/`` imports nothing of
+ours: ``SourceError`` (``pipelines.company_connections.errors``: ``ConfigurationError``,
+and ``ServiceError`` for requests that failed). The two roots meet here:
+:func:`raised_on_purpose` knows both (the CLI maps them to exit codes with it), and
+:func:`transient_of` says which of the client's errors a retry may fix; the flow's
+``retry_if_transient`` calls :func:`is_transient`. Nothing here imports dlt, DuckDB or
+Prefect at import time (the client's errors are imported when first needed, since
+importing ``pipelines.company_connections`` imports dlt).
 """
 
 from __future__ import annotations
@@ -37,6 +54,7 @@ __all__ = [
     "NamespaceSyncError",
     "UnknownNamespaceError",
     "error_chain",
+    "raised_on_purpose",
     "transient_of",
     "is_transient",
 ]
@@ -97,6 +115,16 @@ class UnknownNamespaceError(NamespaceSyncError):
     transient = False
 
 
+def raised_on_purpose(exc: BaseException) -> bool:
+    """True for an error of either root: ours (`DiligenceError`) or the client's
+    (`SourceError`). Its message is the one line to show; anything else is a bug."""
+    if isinstance(exc, DiligenceError):
+        return True
+    from pipelines.company_connections.errors import SourceError
+
+    return isinstance(exc, SourceError)
+
+
 def error_chain(exc: BaseException) -> Iterator[BaseException]:
     """`exc`, then its causes and contexts and the members of exception groups."""
     seen: set[int] = set()
@@ -118,8 +146,8 @@ def transient_of(exc: BaseException) -> bool | None:
     """True/False when `exc` says whether a retry may help; None when it says nothing.
 
     Our own errors carry `transient`. The client's: a request that still failed after
-    its retries (`RequestFailedError`) is transient, every other `ServiceError` (401,
-    403, 404, 400) and a `ConfigurationError` are permanent. Connection and I/O errors
+    its retries (`RequestFailedError`) is transient, every other `SourceError` (401,
+    403, 404, 400, a `ConfigurationError`) is permanent. Connection and I/O errors
     are transient; a missing dlt setting is permanent.
     """
     if isinstance(exc, DiligenceError):
@@ -128,7 +156,7 @@ def transient_of(exc: BaseException) -> bool | None:
 
     if isinstance(exc, client_errors.RequestFailedError):
         return True
-    if isinstance(exc, (client_errors.ServiceError, client_errors.ConfigurationError)):
+    if isinstance(exc, client_errors.SourceError):
         return False
     name = type(exc).__name__
     if name == "ConfigFieldMissingException":

@@ -28,6 +28,7 @@ from typing import Literal
 
 import duckdb
 
+from .errors import DiligenceError
 from .filemodes import make_dirs, protect
 
 Format = Literal["csv", "parquet"]
@@ -52,7 +53,7 @@ REPORTS: dict[str, tuple[str, ...]] = {
 }
 
 
-class ExportError(Exception):
+class ExportError(DiligenceError):
     """The reports could not be exported (e.g. the models were never built)."""
 
 

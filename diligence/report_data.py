@@ -25,6 +25,7 @@ from typing import Any
 
 import duckdb
 
+from .errors import DiligenceError
 from .warehouse import table_names
 
 #: Tables the report cannot do without.
@@ -37,7 +38,7 @@ REQUIRED_TABLES = (
 )
 
 
-class ReportError(RuntimeError):
+class ReportError(DiligenceError):
     """The warehouse cannot be reported on (missing, or not modelled yet)."""
 
 

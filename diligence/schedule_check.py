@@ -6,10 +6,12 @@ instead of a banner followed by a Prefect validation traceback.
 
 from __future__ import annotations
 
+from .errors import SettingsError
+
 __all__ = ["ScheduleError", "validate_schedule"]
 
 
-class ScheduleError(ValueError):
+class ScheduleError(SettingsError):
     """The cron or the time zone of a schedule is not valid; the message says which."""
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .errors import SettingsError
+
 __all__ = ["SelectError", "resource_names", "parse_select"]
 
 
-class SelectError(ValueError):
+class SelectError(SettingsError):
     """A --select value names no resource; the message lists the valid ones."""
 
 

@@ -36,8 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .dlt_lookups import dlt_lookups_made_once
-from .errors import DiligenceError, SyncError
+from .errors import SyncError, raised_on_purpose
 from .resume import plan_resume
 from .warehouse import (
     DEFAULT_WAREHOUSE,
@@ -116,13 +115,11 @@ class SyncResult:
 
 def _unwrap(exc: BaseException) -> BaseException:
     """The error that dlt wrapped, so users see the real cause in one line."""
-    from pipelines.company_connections.errors import ConfigurationError, ServiceError
-
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, (DiligenceError, ServiceError, ConfigurationError)):
+        if raised_on_purpose(current):
             return current
         exc = current
         current = current.__cause__ or current.__context__
@@ -131,8 +128,6 @@ def _unwrap(exc: BaseException) -> BaseException:
 
 def _describe(exc: BaseException) -> str:
     from dlt.common.configuration.exceptions import ConfigFieldMissingException
-
-    from pipelines.company_connections.errors import ConfigurationError, ServiceError
 
     cause = _unwrap(exc)
     missing = next(
@@ -145,7 +140,7 @@ def _describe(exc: BaseException) -> str:
             f"missing setting {keys} of source company_connections: set it in "
             f".dlt/config.toml / .dlt/secrets.toml or as {env}"
         )
-    if isinstance(cause, (DiligenceError, ServiceError, ConfigurationError)):
+    if raised_on_purpose(cause):
         return str(cause)
     return f"{type(cause).__name__}: {cause}"
 
@@ -358,7 +353,6 @@ def run_sync(
                 for result in stream:
                     if not opened:
                         loading.enter_context(_loading(owner))
-                        loading.enter_context(dlt_lookups_made_once())
                         opened = True
                     fetched = time.perf_counter()
                     ns = result.namespace_company_id

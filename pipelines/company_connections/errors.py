@@ -2,7 +2,7 @@
 
 The tree::
 
-    DiligenceError                 base of everything raised on purpose
+    SourceError                    base of everything the source and its client raise on purpose
     ├── ConfigurationError         bad settings (base_url, credentials, TLS); raised before any request
     └── ServiceError               a request to the service (or a download) did not succeed
         ├── AuthenticationError    login rejected; 401s that re-logins could not fix; the
@@ -44,11 +44,11 @@ __all__ = [
     "BadRequestError",
     "ConfigurationError",
     "DeniedError",
-    "DiligenceError",
     "NotFoundError",
     "RequestFailedError",
     "ResponseFormatError",
     "ServiceError",
+    "SourceError",
     "redact",
 ]
 
@@ -82,15 +82,19 @@ def trim(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class DiligenceError(Exception):
-    """Base class of every exception this package raises on purpose."""
+class SourceError(Exception):
+    """Base class of every exception this package raises on purpose.
+
+    A root of its own, because ``pipelines/`` imports nothing of the rest of the
+    project; the ``diligence`` CLI maps it next to the root of its own errors.
+    """
 
 
-class ConfigurationError(DiligenceError):
+class ConfigurationError(SourceError):
     """The client was configured in a way that cannot work or is unsafe."""
 
 
-class ServiceError(DiligenceError):
+class ServiceError(SourceError):
     """A request to the service did not give a usable answer.
 
     Attributes: `method`, `path` (without query), `namespace` (company id or None),
