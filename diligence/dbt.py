@@ -5,12 +5,14 @@ warehouse in use. DuckDB runs in memory with the warehouse attached as catalog
 ``warehouse`` (the file, or the DuckLake through dbt-duckdb's ``attach``), so every
 relation dbt compiles reads ``"warehouse"."<schema>"."<table>"`` whatever the warehouse:
 
-    target     schema of the marts   used by
-    build      analytics_build       the model build (diligence.models swaps it into
-                                     `analytics` in one transaction once it is complete)
-    analytics  analytics             the data tests, docs, source freshness, users' runs
+    target     the marts as          used by
+    build      analytics.<name>__build  the model build and its checks (diligence.models
+                                     renames them over the published tables in one
+                                     transaction once the whole build has succeeded)
+    analytics  analytics.<name>      the data tests, docs, source freshness, users' runs
 
-Staging views live in schema `staging` for both.
+Staging views live in schema `staging` for both (`sql/macros/generate_alias_name.sql`
+names the build's tables).
 
 Secrets: a lake's catalog password is never written into the profile (nor into
 `target/`): it reaches libpq through ``PGPASSWORD`` for the invocation only, as for the
@@ -55,10 +57,11 @@ from .location import (
 PROJECT_DIR = Path(__file__).resolve().parent.parent / "sql"
 PROFILE_NAME = "diligence"
 CATALOG = "warehouse"
-BUILD_SCHEMA = "analytics_build"
 ANALYTICS_SCHEMA = "analytics"
+#: The build's tables are `analytics.<name><BUILD_SUFFIX>` (sql/macros/generate_alias_name.sql).
+BUILD_SUFFIX = "__build"
 STAGING_SCHEMA = "staging"
-TARGETS = {"build": BUILD_SCHEMA, "analytics": ANALYTICS_SCHEMA}
+TARGETS = {"build": ANALYTICS_SCHEMA, "analytics": ANALYTICS_SCHEMA}
 #: Models dbt builds side by side (each on its own cursor of the one DuckDB).
 DBT_THREADS = 1
 #: Seconds libpq waits for the lake's catalog before giving up.

@@ -1,14 +1,15 @@
 """Build the SQL models: the dbt project in `sql/` (see `sql/README.md`).
 
-dbt builds the staging views (schema `staging`) and the marts into schema
-`analytics_build` (target ``build`` of :mod:`diligence.dbt`), and runs the checks (the
-project's data tests, see :mod:`diligence.checks`) on them in the same invocation
-(``dbt build``; on this target a failing check warns, so it never skips a model); once
-every model has built, one DuckDB transaction replaces schema `analytics` with a copy of it, the
-descriptions (dbt's ``persist_docs``) included, and drops `analytics_build`. A reader
-of `analytics`, on the file or on a lake, sees the previous build or the new one,
-never half of one. A failing model leaves `analytics` as it was and raises
-:class:`ModelError` naming the model.
+One ``dbt build`` (target ``build`` of :mod:`diligence.dbt`) builds the staging views
+(schema `staging`) and every table model beside its published table, as
+`analytics.<name>__build`, and runs the checks (the project's data tests, see
+:mod:`diligence.checks`) on them; on this target a failing check warns, so it never
+skips a model. Once every model has built, one DuckDB transaction renames the build's
+tables over the published ones (a rename moves no data), drops the tables of models
+that no longer exist, and describes them from the project's YAML. A reader of
+`analytics`, on the file or on a lake, sees the previous build or the new one, never
+half of one. A failing model leaves `analytics` as it was (the build's tables are
+dropped) and raises :class:`ModelError` naming the model.
 
 Parameters reach the SQL as dbt vars of the invocation: ``as_of`` (UTC timestamp) and
 ``expiring_within_days``.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +30,7 @@ import duckdb
 from .checks import CheckResult, check_results
 from .dbt import (
     ANALYTICS_SCHEMA,
-    BUILD_SCHEMA,
+    BUILD_SUFFIX,
     PROJECT_DIR,
     STAGING_SCHEMA,
     DbtError,
@@ -51,7 +52,7 @@ RAW_SCHEMA = "raw"
 
 __all__ = [
     "ANALYTICS_SCHEMA",
-    "BUILD_SCHEMA",
+    "BUILD_SUFFIX",
     "STAGING_SCHEMA",
     "ModelError",
     "ModelsResult",
@@ -94,7 +95,8 @@ def build_models(
     duckdb_threads: int | None = None,
     project_dir: Path = PROJECT_DIR,
 ) -> ModelsResult:
-    """Build the dbt project into `analytics_build`, then swap it into `analytics`.
+    """Build the dbt project beside `analytics` and run its checks, then swap the build
+    in (see the module docstring).
 
     `warehouse` is a DuckDB file, a parsed location (a lake) or the step's
     :class:`~diligence.warehouse.Warehouse` (its open session, if any, is not used: dbt
@@ -123,16 +125,18 @@ def build_models(
         project_dir=project_dir,
     )
     if not run.success:
-        raise _model_error(run)
-    timings = {
-        f"{node.schema if node.schema != BUILD_SCHEMA else ANALYTICS_SCHEMA}.{node.name}": node.seconds
-        for node in run.nodes
-        if node.resource_type == "model"
-    }
+        error = _model_error(run)
+        with contextlib.suppress(duckdb.Error), _session(warehouse, location) as con:
+            _drop_build_tables(con)  # a lake's readers would see them until the next build
+        raise error
+    models = [node for node in run.nodes if node.resource_type == "model"]
+    timings = {f"{node.schema}.{node.name}": node.seconds for node in models}
     checks = check_results(run, "dbt build")
     try:
         with _session(warehouse, location) as con:
-            row_counts = swap_into_analytics(con, descriptions("build", project_dir))
+            row_counts = swap_into_analytics(
+                con, [node.name for node in models if node.schema == ANALYTICS_SCHEMA],
+                descriptions("build", project_dir))
     except duckdb.Error as exc:
         raise ModelError("swap into analytics", str(exc).splitlines()[0]) from exc
     return ModelsResult(
@@ -146,35 +150,29 @@ def build_models(
 
 
 def swap_into_analytics(
-    con: duckdb.DuckDBPyConnection, described: dict[str, Description] | None = None
+    con: duckdb.DuckDBPyConnection,
+    built: Collection[str],
+    described: dict[str, Description] | None = None,
 ) -> dict[str, int]:
-    """In one transaction: replace schema `analytics` by a copy of `analytics_build`
-    (tables and the comments the build wrote), describe its tables and columns from
-    `described` (the project's YAML), then drop `analytics_build`. Returns the row count
-    of each analytics table, by qualified name."""
-    catalog = con.execute("select current_database()").fetchone()[0]  # type: ignore[index]
-    tables = [
-        row[0]
-        for row in con.execute(
-            "select table_name from duckdb_tables() where database_name = ? and schema_name = ? "
-            "order by table_name",
-            [catalog, BUILD_SCHEMA],
-        ).fetchall()
-    ]
+    """In one transaction: rename each table `analytics.<name>__build` of the models
+    `built` over `analytics.<name>` (its comments go with it), drop every other table of
+    `analytics` (a model that no longer exists, a build's leftover), and describe the
+    tables and columns from `described` (the project's YAML). Returns the row count of
+    each analytics table, by qualified name."""
+    present = _analytics_tables(con)
+    renamed = sorted(name for name in built if name + BUILD_SUFFIX in present)
     con.execute("begin transaction")
     try:
-        con.execute(f"drop schema if exists {ANALYTICS_SCHEMA} cascade")
-        con.execute(f"create schema {ANALYTICS_SCHEMA}")
+        for table in present:
+            if not (table.endswith(BUILD_SUFFIX) and table.removesuffix(BUILD_SUFFIX) in renamed):
+                con.execute(f"drop table {ANALYTICS_SCHEMA}.{_quote(table)}")
+        for name in renamed:
+            con.execute(f"alter table {ANALYTICS_SCHEMA}.{_quote(name + BUILD_SUFFIX)} "
+                        f"rename to {_quote(name)}")
+        _describe(con, renamed, described or {})
         row_counts: dict[str, int] = {}
-        for table in tables:
-            con.execute(
-                f'create table {ANALYTICS_SCHEMA}."{table}" as select * from {BUILD_SCHEMA}."{table}"'
-            )
-        copy_comments(con, catalog, catalog, source_schema=BUILD_SCHEMA)
-        _describe(con, tables, described or {})
-        con.execute(f"drop schema {BUILD_SCHEMA} cascade")
-        for table in tables:
-            count = con.execute(f'select count(*) from {ANALYTICS_SCHEMA}."{table}"').fetchone()
+        for table in renamed:
+            count = con.execute(f"select count(*) from {ANALYTICS_SCHEMA}.{_quote(table)}").fetchone()
             row_counts[f"{ANALYTICS_SCHEMA}.{table}"] = int(count[0])  # type: ignore[index]
         con.execute("commit")
     except BaseException:
@@ -184,6 +182,24 @@ def swap_into_analytics(
             pass  # no transaction left to roll back
         raise
     return row_counts
+
+
+def _analytics_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [
+        row[0]
+        for row in con.execute(
+            "select table_name from duckdb_tables() where database_name = current_database() "
+            "and schema_name = ? order by table_name",
+            [ANALYTICS_SCHEMA],
+        ).fetchall()
+    ]
+
+
+def _drop_build_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop what a failed build left beside the published tables."""
+    for table in _analytics_tables(con):
+        if table.endswith(BUILD_SUFFIX):
+            con.execute(f"drop table {ANALYTICS_SCHEMA}.{_quote(table)}")
 
 
 def copy_comments(
@@ -268,8 +284,7 @@ def _model_error(run: DbtRun) -> DiligenceError:
     detail = next((line for line in lines if not line.startswith("Runtime Error")), lines[0] if lines else "")
     if failed.resource_type == "test":
         return DbtError(f"check {failed.name} could not run: {detail}", node=failed.name)
-    schema = ANALYTICS_SCHEMA if failed.schema == BUILD_SCHEMA else failed.schema
-    return ModelError(f"{schema}.{failed.name}", detail)
+    return ModelError(f"{failed.schema}.{failed.name}", detail)
 
 
 @contextlib.contextmanager

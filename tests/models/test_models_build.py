@@ -59,9 +59,10 @@ def test_result_reports_timings_in_dependency_order_and_row_counts(clean_warehou
     )
     assert result.row_counts["analytics.answers"] == 6
     assert result.seconds > 0
-    # the build schema was swapped into analytics and is gone
-    schemas = {r["schema_name"] for r in rows(clean_warehouse, "select schema_name from duckdb_schemas()")}
-    assert "analytics_build" not in schemas
+    # the build's tables were renamed over the published ones: none is left beside them
+    tables = {r["table_name"] for r in rows(
+        clean_warehouse, "select table_name from duckdb_tables() where schema_name = 'analytics'")}
+    assert tables == ANALYTICS_TABLES
 
 
 def test_builds_on_an_empty_warehouse(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from diligence.checks import check_names, run_checks
-from diligence.dbt import PROJECT_DIR
+from diligence.dbt import PROJECT_DIR, forget_parse
 from diligence.models import ModelError, build_models
 
 from .helpers import rows, scalar
@@ -92,3 +92,15 @@ def test_a_failing_check_runs_with_the_build_and_skips_no_model(
     assert failed[0].failing_rows == scalar(clean_warehouse, "select count(*) from analytics.sync_runs")
     assert len(result.checks) == len(check_names()) + 1
     assert "analytics.late" in result.row_counts and "analytics.answers_wide" in result.row_counts
+
+
+def test_a_removed_model_leaves_analytics_with_the_next_build(
+        clean_warehouse: Path, tmp_path: Path) -> None:
+    project = _project_with(tmp_path, {"extra.sql": "select 1 as one"})
+    assert "analytics.extra" in build_models(clean_warehouse, project_dir=project).row_counts
+    (project / "models" / "custom" / "extra.sql").unlink()
+    forget_parse(project)  # this process parsed the project with the model in it
+    result = build_models(clean_warehouse, project_dir=project)
+    tables = rows(clean_warehouse, "select table_name from duckdb_tables() where schema_name = 'analytics'")
+    assert "analytics.extra" not in result.row_counts
+    assert {row["table_name"] for row in tables} == {name.split(".")[1] for name in result.row_counts}
