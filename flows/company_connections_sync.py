@@ -52,6 +52,7 @@ from .service import configured_namespaces, credential_options, mask, user_compa
 FLOW_NAME = "company-connections-sync"
 SUMMARY_ARTIFACT_KEY = "company-connections-sync-summary"
 DOCUMENTS_ARTIFACT_KEY = "documents-expired-or-expiring"
+DBT_BUILD_ARTIFACT_KEY = "dbt-build"
 EXPORT_FORMATS: tuple[str, ...] = get_args(Format)
 #: Seconds a step waits for another writer of the warehouse (a CLI sync, an open session).
 LOCK_WAIT_SECONDS = 120.0
@@ -198,7 +199,7 @@ def rebuild_analytics_schema(warehouse: str, expiring_within_days: int) -> Analy
         "models built: %s",
         ", ".join(f"{table} {rows}" for table, rows in result.models.row_counts.items()),
     )
-    # the dbt build, model by model (one task: dbt builds aside, then one swap into analytics)
+    # the dbt build, model by model (one task: dbt builds beside analytics, then one swap)
     logger.info(
         "dbt build in %.2fs: %s",
         result.models.seconds,
@@ -260,6 +261,31 @@ def publish_run_summary(
         markdown=mask(markdown),
         key=SUMMARY_ARTIFACT_KEY,
         description="Per namespace: requests, rows, sync issues, duration and status",
+    )
+
+
+@task(name="publish-dbt-build", cache_policy=NO_CACHE)
+def publish_dbt_build(analytics: AnalyticsResult) -> UUID:
+    """Table artifact of the dbt build, node by node: each model with its seconds and
+    rows, then each check with its failing rows (one task for the whole build: see
+    docs/scheduling.md, "The dbt build in Prefect")."""
+    models = analytics.models
+    table: list[dict[str, Any]] = [
+        {"node": f"model {model}", "seconds": round(seconds, 3),
+         "rows": models.row_counts.get(model), "status": "built"}
+        for model, seconds in models.timings.items()
+    ]
+    table += [
+        {"node": f"check {check.name}", "seconds": None, "rows": check.failing_rows,
+         "status": "pass" if check.passed else "fail"}
+        for check in analytics.checks
+    ]
+    failed = len(analytics.failed_checks)
+    return create_table_artifact(
+        table=table,
+        key=DBT_BUILD_ARTIFACT_KEY,
+        description=(f"dbt build in {models.seconds:.1f} s: {len(models.timings)} models, "
+                     f"{len(analytics.checks)} checks ({failed} failed)"),
     )
 
 
@@ -394,6 +420,7 @@ def company_connections_sync(
     exported = export_dated_reports(warehouse, reports_dir, export_formats)
     report = write_dated_report(warehouse, reports_dir)
     publish_run_summary(outcomes, analytics, exported, report)
+    publish_dbt_build(analytics)
     publish_document_expiry(warehouse, expiring_within_days)
     notify_changes(warehouse, outcomes, expiring_within_days, return_state=True)
     try:

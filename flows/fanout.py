@@ -38,6 +38,7 @@ from .budget import account_budget
 from .company_connections_sync import (
     LOCK_WAIT_SECONDS,
     check_export_formats,
+    publish_dbt_build,
     publish_run_summary,
     raise_for_failures,
 )
@@ -217,6 +218,7 @@ def company_connections_fanout(
     exported = export_step(owner, folder, export_formats)
     report = report_step(owner, folder / "report.html")
     publish_run_summary(outcomes, analytics, exported, report.path)
+    publish_dbt_build(analytics)
     raise_for_failures(outcomes, analytics.checks)
     return {
         "namespaces": {o.namespace_company_id: o.status for o in outcomes},

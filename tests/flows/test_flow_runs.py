@@ -16,9 +16,11 @@ from prefect import flow
 from prefect.blocks.system import Secret
 
 import flows.company_connections_sync as flow_module
+from diligence.checks import check_names
 from diligence.export import REPORTS
 from diligence.sync import run_sync
 from flows.company_connections_sync import (
+    DBT_BUILD_ARTIFACT_KEY,
     DOCUMENTS_ARTIFACT_KEY,
     SUMMARY_ARTIFACT_KEY,
     company_connections_sync,
@@ -72,7 +74,13 @@ def test_flow_syncs_builds_exports_and_publishes(
 
     flow_run_id = state.state_details.flow_run_id
     artifacts = {a.key: a for a in runs.artifacts(flow_run_id)}
-    assert set(artifacts) == {SUMMARY_ARTIFACT_KEY, DOCUMENTS_ARTIFACT_KEY}
+    assert set(artifacts) == {SUMMARY_ARTIFACT_KEY, DOCUMENTS_ARTIFACT_KEY, DBT_BUILD_ARTIFACT_KEY}
+    build = json.loads(artifacts[DBT_BUILD_ARTIFACT_KEY].data)  # the dbt build, node by node
+    answers = next(row for row in build if row["node"] == "model analytics.answers")
+    assert answers["status"] == "built"
+    assert answers["rows"] == query(paths["warehouse"], "select count(*) from analytics.answers")[0][0]
+    checks = [row for row in build if row["node"].startswith("check ")]
+    assert len(checks) == len(check_names()) and {row["status"] for row in checks} == {"pass"}
     summary = artifacts[SUMMARY_ARTIFACT_KEY]
     assert summary.type == "markdown"
     for namespace in namespaces:
