@@ -133,6 +133,25 @@ def _sync_vs_replay(scale: str, work: Path) -> dict[str, float]:
             "sync": sync, "sync_requests": requests}
 
 
+def _builds_and_startup(before: Path, repeat: int, work: Path
+                        ) -> tuple[dict[str, list[dict[str, float]]], dict[str, list[float]]]:
+    raw = _raw_large(work)
+    builds: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+    for _ in range(repeat):
+        builds["before"].append(_build(before, raw, work))
+        builds["after"].append(_build(ROOT, raw, work))
+    startup: dict[str, list[float]] = {"import_dbt": [], "cold": [], "warm": []}
+    for _ in range(repeat):
+        startup["import_dbt"].append(_child(DBT_IMPORT_DRIVER, [], ROOT)[0]["import_dbt"])
+        with tempfile.TemporaryDirectory(dir=work) as tmp:
+            project = Path(tmp) / "sql"
+            shutil.copytree(ROOT / "sql", project, ignore=shutil.ignore_patterns("target"))
+            startup["cold"].append(_build(ROOT, raw, work, project)["build"])
+            startup["warm"].append(_build(ROOT, raw, work, project)["build"])
+    raw.unlink(missing_ok=True)
+    return builds, startup
+
+
 def _median(rows: list[dict[str, float]], key: str) -> float:
     return statistics.median(row[key] for row in rows)
 
@@ -145,30 +164,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scales", nargs="+", default=["medium", "large"],
                         help="sandbox scales of the sync figure")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--figures-from", type=Path,
+                        help="a previous run's raw figures (JSON) to take the parts not rerun from")
+    parser.add_argument("--only", choices=("builds", "syncs"),
+                        help="rerun only these figures (the others come from --figures-from)")
     args = parser.parse_args(argv)
+    if args.only and not args.figures_from:
+        parser.error("--only needs --figures-from (where the other figures come from)")
     work = WORK_DIR / "dbt_cost"
     work.mkdir(parents=True, exist_ok=True)
     load = [os.getloadavg()[0]]
 
-    raw = _raw_large(work)
-    builds: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
-    for _ in range(args.repeat):
-        builds["before"].append(_build(args.before.resolve(), raw, work))
-        builds["after"].append(_build(ROOT, raw, work))
-
-    startup: dict[str, list[float]] = {"import_dbt": [], "cold": [], "warm": []}
-    for _ in range(args.repeat):
-        startup["import_dbt"].append(_child(DBT_IMPORT_DRIVER, [], ROOT)[0]["import_dbt"])
-        with tempfile.TemporaryDirectory(dir=work) as tmp:
-            project = Path(tmp) / "sql"
-            shutil.copytree(ROOT / "sql", project, ignore=shutil.ignore_patterns("target"))
-            startup["cold"].append(_build(ROOT, raw, work, project)["build"])
-            startup["warm"].append(_build(ROOT, raw, work, project)["build"])
-
-    syncs = {scale: [_sync_vs_replay(scale, work) for _ in range(args.repeat)]
-             for scale in args.scales}
+    previous = json.loads(args.figures_from.read_text()) if args.figures_from else {}
+    if args.only == "syncs":
+        builds, startup = previous["builds"], previous["startup"]
+    else:
+        builds, startup = _builds_and_startup(args.before.resolve(), args.repeat, work)
+    if args.only == "builds":
+        syncs = previous["syncs"]
+    else:
+        syncs = {scale: [_sync_vs_replay(scale, work) for _ in range(args.repeat)]
+                 for scale in args.scales}
     load.append(os.getloadavg()[0])
-    raw.unlink(missing_ok=True)
 
     figures = {"builds": builds, "startup": startup, "syncs": syncs, "load": load}
     (WORK_DIR / "dbt_cost.json").write_text(json.dumps(figures, indent=2))
