@@ -9,6 +9,7 @@ import pytest
 
 from sandbox.server import SandboxServer
 from tests.helpers import sync
+from tests.processes import prefect_server
 
 
 @pytest.fixture
@@ -33,3 +34,13 @@ def synced_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert not sync(server, warehouse).failed
     return warehouse
 
+
+@pytest.fixture(scope="session")
+def prefect_server_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One `prefect server start` for the session (its own home and SQLite database in a
+    temp dir), for the tests that drive a real server through subprocesses (a served
+    deployment, a work pool's workers); each uses its own flow, deployment and pool names.
+    Yields the API URL."""
+    home = tmp_path_factory.mktemp("prefect-server") / "server-home"
+    with prefect_server(home, startup_seconds=120) as api_url:
+        yield api_url
