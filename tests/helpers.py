@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from diligence.sync import SyncResult, run_sync
+from diligence.warehouse import pipelines_dir_of
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 CREDENTIALS = {"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD}
@@ -16,6 +18,18 @@ CREDENTIALS = {"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD}
 def sync(server: SandboxServer, warehouse: Path, **options: Any) -> SyncResult:
     source_options = {**CREDENTIALS, "token_store_path": None, **options.pop("source_options", {})}
     return run_sync(warehouse, base_url=server.base_url, source_options=source_options, **options)
+
+
+def copy_warehouse(source: Path, target: Path) -> Path:
+    """`target`: a copy of the synced warehouse `source` with dlt's folder beside it, so a
+    test that changes a synced warehouse works on its own copy instead of syncing again."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+    wal = source.with_name(source.name + ".wal")
+    if wal.exists():
+        shutil.copyfile(wal, target.with_name(target.name + ".wal"))
+    shutil.copytree(pipelines_dir_of(source), pipelines_dir_of(target))
+    return target
 
 
 def query(warehouse: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.server import DEFAULT_EMAIL
@@ -35,3 +37,19 @@ def run(
 
 def error_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("error:")]
+
+
+@dataclass(frozen=True)
+class SyncedFolder:
+    """A folder where `diligence sync -w w.duckdb --json-summary run.json` ran once against
+    a small sandbox like `server` (same scale, seed and password: the same world)."""
+
+    folder: Path
+    result: subprocess.CompletedProcess[str]
+    base_url: str
+
+    def copy(self, into: Path) -> Path:
+        """A copy of the folder (warehouse, analysts' copy, dlt's folder, run.json) in
+        `into`; returns the copied warehouse."""
+        shutil.copytree(self.folder, into, dirs_exist_ok=True)
+        return into / "w.duckdb"

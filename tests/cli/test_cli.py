@@ -15,7 +15,7 @@ import pytest
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
-from .helpers import SECRET
+from .helpers import SECRET, SyncedFolder
 
 DILIGENCE = [sys.executable, "-m", "diligence"]
 COMMANDS = ["sync", "models", "export", "sandbox", "demo", "status", "schedule"]
@@ -32,19 +32,15 @@ def run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: 
 
 
 @pytest.fixture(scope="module")
-def synced(server: SandboxServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A warehouse filled once by `diligence sync`, shared by the read-only tests."""
-    cwd = tmp_path_factory.mktemp("synced")
-    result = run(
-        ["sync", "--base-url", server.base_url, "--warehouse", "w.duckdb"],
-        cwd,
-        {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL, "SOURCES__COMPANY_CONNECTIONS__PASSWORD": SECRET},
-    )
+def synced(synced_folder: SyncedFolder, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This module's copy of the warehouse filled once by `diligence sync`, shared by the
+    read-only tests (and rebuilt by `models`)."""
+    result = synced_folder.result
     assert result.returncode == 0, result.stderr
     assert SECRET not in result.stdout + result.stderr
     assert "synced 2/2 namespaces" in result.stdout
     assert "all data checks passed" in result.stdout
-    return cwd / "w.duckdb"
+    return synced_folder.copy(tmp_path_factory.mktemp("synced"))
 
 
 @pytest.mark.parametrize("command", [None, *COMMANDS])

@@ -11,22 +11,17 @@ import pytest
 
 from sandbox.server import SandboxServer
 
-from .helpers import CREDENTIALS, EMAIL, SECRET, error_lines, run
+from .helpers import CREDENTIALS, EMAIL, SECRET, SyncedFolder, error_lines, run
 
 pytestmark = pytest.mark.slow
 
 
 
 @pytest.fixture(scope="module")
-def synced(server: SandboxServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """A warehouse synced once with --json-summary; its summary."""
-    cwd = tmp_path_factory.mktemp("synced")
-    result = run(
-        ["sync", "--base-url", server.base_url, "-w", "w.duckdb", "--json-summary", "run.json"],
-        cwd, CREDENTIALS,
-    )
-    assert result.returncode == 0, result.stderr
-    return cwd / "w.duckdb", json.loads((cwd / "run.json").read_text())
+def synced(synced_folder: SyncedFolder, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """This module's copy of the warehouse synced once with --json-summary; its summary."""
+    warehouse = synced_folder.copy(tmp_path_factory.mktemp("synced"))
+    return warehouse, json.loads((warehouse.parent / "run.json").read_text())
 
 
 def query(warehouse: Path, sql: str) -> list[tuple]:
@@ -36,7 +31,7 @@ def query(warehouse: Path, sql: str) -> list[tuple]:
 
 # -- sync --json-summary -------------------------------------------------------------------
 def test_json_summary_counts_what_the_service_and_the_warehouse_saw(
-    server: SandboxServer, synced: tuple[Path, dict]
+    server: SandboxServer, synced: tuple[Path, dict], synced_folder: SyncedFolder
 ) -> None:
     warehouse, summary = synced
     assert summary["version"] == 1 and summary["status"] == "success"
@@ -56,7 +51,7 @@ def test_json_summary_counts_what_the_service_and_the_warehouse_saw(
     assert summary["rows_per_table"]["documents"] == documents
     assert summary["models"]["row_counts"]["analytics.answers"] > 0 and summary["models"]["failed_checks"] == []
     text = json.dumps(summary)
-    assert SECRET not in text and "eyJ" not in text and server.base_url not in text
+    assert SECRET not in text and "eyJ" not in text and synced_folder.base_url not in text
 
 
 def test_json_summary_counts_retries_and_429s(server: SandboxServer, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -23,6 +24,22 @@ def warehouse(tmp_path: Path) -> Path:
     return make_clean_raw(tmp_path / "w.duckdb")
 
 
+@pytest.fixture(scope="module")
+def built_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder whose clean raw warehouse `diligence models` built once (the analysts'
+    copy beside it); tests that start from a built warehouse copy the folder."""
+    warehouse = make_clean_raw(tmp_path_factory.mktemp("built") / "w.duckdb")
+    assert run(["models", "--warehouse", "w.duckdb"], warehouse.parent).returncode == 0
+    return warehouse.parent
+
+
+@pytest.fixture
+def built(built_once: Path, tmp_path: Path) -> Path:
+    """This test's own copy of the built warehouse."""
+    shutil.copytree(built_once, tmp_path, dirs_exist_ok=True)
+    return tmp_path / "w.duckdb"
+
+
 def test_models_as_of_is_the_build_now(warehouse: Path) -> None:
     result = run(["models", "--warehouse", "w.duckdb", "--as-of", "2026-03-01T00:00:00", "--publish"], warehouse.parent)
     assert result.returncode == 0, result.stderr
@@ -36,8 +53,8 @@ def test_models_as_of_is_the_build_now(warehouse: Path) -> None:
     assert "analytics_build" not in schemas
 
 
-def test_a_failing_model_is_one_line_naming_it(warehouse: Path) -> None:
-    assert run(["models", "--warehouse", "w.duckdb"], warehouse.parent).returncode == 0
+def test_a_failing_model_is_one_line_naming_it(built: Path) -> None:
+    warehouse = built
     published = warehouse.with_name("w-analytics.duckdb")
     before = published.stat().st_mtime_ns
     insert(warehouse, "questionnaires", [questionnaire("ns-a", "c9", "t9", "{not json")])
@@ -52,9 +69,9 @@ def test_a_failing_model_is_one_line_naming_it(warehouse: Path) -> None:
     assert published.stat().st_mtime_ns == before
 
 
-def test_dbt_profile_docs_and_source_freshness(warehouse: Path) -> None:
+def test_dbt_profile_docs_and_source_freshness(built: Path) -> None:
+    warehouse = built
     cwd = warehouse.parent
-    assert run(["models", "--warehouse", "w.duckdb"], cwd).returncode == 0
 
     profile = run(["dbt-profile", "--warehouse", "w.duckdb"], cwd)
     assert profile.returncode == 0, profile.stderr

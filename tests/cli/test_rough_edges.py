@@ -19,18 +19,16 @@ import pytest
 from diligence.warehouse import writer_lock
 from sandbox.server import SandboxServer
 
-from .helpers import CREDENTIALS, DILIGENCE, EMAIL, SECRET, error_lines, run
+from .helpers import CREDENTIALS, DILIGENCE, EMAIL, SECRET, SyncedFolder, error_lines, run
 
 pytestmark = pytest.mark.slow
 
 
 
 @pytest.fixture(scope="module")
-def synced(server: SandboxServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    cwd = tmp_path_factory.mktemp("synced")
-    result = run(["sync", "--base-url", server.base_url, "-w", "w.duckdb"], cwd, CREDENTIALS)
-    assert result.returncode == 0, result.stderr
-    return cwd / "w.duckdb"
+def synced(synced_folder: SyncedFolder, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This module's copy of a warehouse synced by `diligence sync` (its tests change it)."""
+    return synced_folder.copy(tmp_path_factory.mktemp("synced"))
 
 
 def published(warehouse: Path) -> Path:

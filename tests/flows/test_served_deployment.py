@@ -15,7 +15,7 @@ from prefect.client.schemas.objects import Deployment
 
 from flows.serve import DEPLOYMENT_NAME
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
-from tests.processes import base_env, prefect_server, start, stop, wait_for
+from tests.processes import base_env, start, stop, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -27,10 +27,9 @@ RUN_SECONDS = 180
 
 
 @pytest.fixture
-def prefect_api(tmp_path: Path) -> Iterator[str]:
-    """A Prefect server on a free loopback port, with its own home and SQLite database."""
-    with prefect_server(tmp_path / "server-home", startup_seconds=STARTUP_SECONDS) as api_url:
-        yield api_url
+def prefect_api(prefect_server_api: str) -> str:
+    """The session's Prefect server (a free loopback port, its own home and SQLite database)."""
+    return prefect_server_api
 
 
 @pytest.fixture

@@ -20,14 +20,13 @@ from diligence.location import WarehouseLocation
 from flows.fanout import FANOUT_FLOW_NAME, NAMESPACE_FLOW_NAME
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import sync
-from tests.processes import PREFECT, REPO, base_env, prefect_server, start, stop, wait_for
+from tests.processes import PREFECT, REPO, base_env, start, stop, wait_for
 
 from .test_lake_cli import analytics_rows
 
 pytestmark = pytest.mark.slow
 
 POOL = "diligence-pool"
-STARTUP_SECONDS = 120
 RUN_SECONDS = 420
 
 
@@ -38,10 +37,9 @@ def server() -> Iterator[SandboxServer]:
 
 
 @pytest.fixture
-def prefect_api(tmp_path: Path) -> Iterator[str]:
-    """A Prefect server on a free loopback port, with its own home and SQLite database."""
-    with prefect_server(tmp_path / "server-home", startup_seconds=STARTUP_SECONDS) as api_url:
-        yield api_url
+def prefect_api(prefect_server_api: str) -> str:
+    """The session's Prefect server (a free loopback port, its own home and SQLite database)."""
+    return prefect_server_api
 
 
 def _cli(args: list[str], env: dict[str, str]) -> None:

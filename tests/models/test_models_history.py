@@ -27,9 +27,11 @@ def version(answers: dict[str, str | None], extra_fields: list[dict] | None = No
     return [form("f1", "Form", *fields, *(extra_fields or []))]
 
 
-@pytest.fixture
-def warehouse(tmp_path: Path) -> Path:
-    path = create_raw(tmp_path / "warehouse.duckdb")
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three versions of one questionnaire and one of another, built once for the module
+    (the tests only read it)."""
+    path = create_raw(tmp_path_factory.mktemp("history") / "warehouse.duckdb")
     insert(path, "connections", [connection(NS, "c1", "Acme")])
     v1 = version(
         {

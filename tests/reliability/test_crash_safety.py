@@ -67,8 +67,13 @@ def _loading(warehouse: Path) -> Callable[[], bool]:
     return moment
 
 
-def _clean_reference(tmp_path: Path) -> tuple[dict[str, dict[str, int]], list[tuple[int, int, int, int]]]:
-    reference = tmp_path / "reference.duckdb"
+@pytest.fixture(scope="module")
+def clean_reference(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, dict[str, int]], list[tuple[int, int, int, int]]]:
+    """What two clean syncs with the change in between land (once for the module: both
+    phases compare with the same world's clean run)."""
+    reference = tmp_path_factory.mktemp("reference") / "reference.duckdb"
     with SandboxServer(scale="small") as server:
         sync(server, reference)
         _change_something(server)
@@ -84,8 +89,11 @@ def _change_something(server: SandboxServer) -> None:
 
 
 @pytest.mark.parametrize("phase", ["extract", "load"])
-def test_sigkill_then_rerun_matches_a_clean_run(phase: str, tmp_path: Path) -> None:
-    expected_counts, expected_versions = _clean_reference(tmp_path)
+def test_sigkill_then_rerun_matches_a_clean_run(
+    phase: str, tmp_path: Path,
+    clean_reference: tuple[dict[str, dict[str, int]], list[tuple[int, int, int, int]]],
+) -> None:
+    expected_counts, expected_versions = clean_reference
     warehouse = tmp_path / "crashed" / "warehouse.duckdb"
     warehouse.parent.mkdir()
     with SandboxServer(scale="small") as server:

@@ -24,7 +24,7 @@ import pytest
 
 from diligence.sync import SyncResult
 from sandbox.server import SandboxServer
-from tests.helpers import query, sync
+from tests.helpers import copy_warehouse, query, sync
 
 pytestmark = pytest.mark.slow
 
@@ -48,12 +48,19 @@ def state(warehouse: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 
 @pytest.fixture(scope="module")
-def clean_state(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tuple[Any, ...]]]:
+def clean_synced(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A warehouse of one clean sync of the module's sandbox world (read-only: the rows
+    that first sync a warehouse copy it)."""
     warehouse = tmp_path_factory.mktemp("clean") / "warehouse.duckdb"
     with SandboxServer(scale="small", today=TODAY) as server:
         result = sync(server, warehouse)
     assert not result.failed
-    return state(warehouse)
+    return warehouse
+
+
+@pytest.fixture(scope="module")
+def clean_state(clean_synced: Path) -> dict[str, list[tuple[Any, ...]]]:
+    return state(clean_synced)
 
 
 def _stats(server: SandboxServer) -> dict[str, Any]:
@@ -133,8 +140,10 @@ def test_schema_drift_loads_everything(warehouse: Path) -> None:
 
 
 # -- rows whose outcome is authoritative absence or "refused" ------------------------------
-def _first_sync(server: SandboxServer, warehouse: Path) -> dict[str, list[tuple[Any, ...]]]:
-    assert not sync(server, warehouse).failed
+def _first_sync(clean_synced: Path, warehouse: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """The first sync of `warehouse` (a sandbox of the module's world): a copy of the
+    module's clean sync."""
+    copy_warehouse(clean_synced, warehouse)
     return state(warehouse)
 
 
@@ -142,9 +151,9 @@ def _rows_of(snapshot: dict[str, list[tuple[Any, ...]]], ns: str) -> dict[str, l
     return {name: [r for r in rows if r[0] == ns] for name, rows in snapshot.items()}
 
 
-def test_403_and_404_on_child_requests_end_only_those_items(warehouse: Path) -> None:
+def test_403_and_404_on_child_requests_end_only_those_items(warehouse: Path, clean_synced: Path) -> None:
     with SandboxServer(scale="small", today=TODAY) as server:
-        before = _first_sync(server, warehouse)
+        before = _first_sync(clean_synced, warehouse)
         ns = server.world.namespaces[0]
         pairs = [(c, t) for c, t in server.world.readable_pairs(ns) if c != ns]
         denied = pairs[0]
@@ -174,9 +183,9 @@ def test_403_and_404_on_child_requests_end_only_those_items(warehouse: Path) -> 
     assert untouched <= current
 
 
-def test_empty_namespace_retires_its_rows(warehouse: Path) -> None:
+def test_empty_namespace_retires_its_rows(warehouse: Path, clean_synced: Path) -> None:
     with SandboxServer(scale="small", today=TODAY) as server:
-        before = _first_sync(server, warehouse)
+        before = _first_sync(clean_synced, warehouse)
         emptied, other = server.world.namespaces
         server.world.empty_namespace(emptied)
         result = sync(server, warehouse)
@@ -193,10 +202,10 @@ def test_empty_namespace_retires_its_rows(warehouse: Path) -> None:
 
 
 def _refused(
-    warehouse: Path, change: Callable[[SandboxServer, str], None], words: str
+    warehouse: Path, clean_synced: Path, change: Callable[[SandboxServer, str], None], words: str
 ) -> tuple[SyncResult, dict[str, list[tuple[Any, ...]]], dict[str, list[tuple[Any, ...]]], str]:
     with SandboxServer(scale="small", today=TODAY) as server:
-        before = _first_sync(server, warehouse)
+        before = _first_sync(clean_synced, warehouse)
         failing = server.world.namespaces[0]
         change(server, failing)
         result = sync(server, warehouse, source_options={"max_attempts": 2, "backoff_initial": 0.01})
@@ -205,17 +214,17 @@ def _refused(
     return result, before, state(warehouse), failing
 
 
-def test_namespace_whose_requests_keep_failing_is_not_committed(warehouse: Path) -> None:
+def test_namespace_whose_requests_keep_failing_is_not_committed(warehouse: Path, clean_synced: Path) -> None:
     def fail(server: SandboxServer, ns: str) -> None:
         server.faults.fail_namespaces = [ns]
 
-    _, before, after, failing = _refused(warehouse, fail, "500")
+    _, before, after, failing = _refused(warehouse, clean_synced, fail, "500")
     assert _rows_of(after, failing) == _rows_of(before, failing)
 
 
-def test_namespace_the_user_lost_access_to(warehouse: Path) -> None:
+def test_namespace_the_user_lost_access_to(warehouse: Path, clean_synced: Path) -> None:
     def revoke(server: SandboxServer, ns: str) -> None:
         server.world.revoke_namespace(ns)
 
-    _, before, after, failing = _refused(warehouse, revoke, "no longer lists")
+    _, before, after, failing = _refused(warehouse, clean_synced, revoke, "no longer lists")
     assert _rows_of(after, failing) == _rows_of(before, failing)

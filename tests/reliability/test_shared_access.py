@@ -14,7 +14,7 @@ import pytest
 from diligence.analytics import rebuild_analytics
 from diligence.warehouse import WarehouseBusyError, published_path
 from sandbox.server import SandboxServer
-from tests.helpers import current_counts, query, sync
+from tests.helpers import copy_warehouse, current_counts, query, sync
 
 pytestmark = pytest.mark.slow
 
@@ -78,9 +78,9 @@ def _hold_open(path: Path) -> subprocess.Popen[str]:
     return process
 
 
-def test_analyst_on_the_warehouse_blocks_sync_with_a_clear_message(warehouse: Path) -> None:
+def test_analyst_on_the_warehouse_blocks_sync_with_a_clear_message(warehouse: Path, synced_small: Path) -> None:
     with SandboxServer(scale="small") as server:
-        sync(server, warehouse)
+        copy_warehouse(synced_small, warehouse)  # the first sync of this world
         rebuild_analytics(warehouse)
         before = current_counts(warehouse)
         analyst = _hold_open(warehouse)
@@ -96,9 +96,9 @@ def test_analyst_on_the_warehouse_blocks_sync_with_a_clear_message(warehouse: Pa
     assert current_counts(warehouse) == before
 
 
-def test_analyst_on_the_published_copy_never_blocks_the_schedule(warehouse: Path) -> None:
+def test_analyst_on_the_published_copy_never_blocks_the_schedule(warehouse: Path, synced_small: Path) -> None:
     with SandboxServer(scale="small") as server:
-        sync(server, warehouse)
+        copy_warehouse(synced_small, warehouse)  # the first sync of this world
         rebuild_analytics(warehouse)
         published = published_path(warehouse)
         analyst = _hold_open(published)

@@ -9,7 +9,7 @@ from diligence.export import export_reports
 from diligence.models import build_models
 from diligence.warehouse import MODELS_THREADS, Warehouse
 from sandbox.server import SandboxServer
-from tests.helpers import query, sync
+from tests.helpers import copy_warehouse, query, sync
 
 
 def test_flattened_answers_match_ground_truth_with_drift(warehouse: Path, tmp_path: Path) -> None:
@@ -59,7 +59,9 @@ def test_flattened_answers_match_ground_truth_with_drift(warehouse: Path, tmp_pa
             assert exported.rows == rows
 
 
-def test_changed_answer_shows_up_in_answer_changes(sandbox: SandboxServer, warehouse: Path) -> None:
+def test_changed_answer_shows_up_in_answer_changes(
+    sandbox: SandboxServer, warehouse: Path, synced_small: Path
+) -> None:
     ns = sandbox.world.namespaces[0]
     company_id, type_id = next((c, t) for c, t in sandbox.world.readable_pairs(ns) if c != ns)
     field = next(
@@ -68,7 +70,7 @@ def test_changed_answer_shows_up_in_answer_changes(sandbox: SandboxServer, wareh
         for f in form["fields"]
         if f["type"] == "Input" and f.get("information")
     )
-    sync(sandbox, warehouse)
+    copy_warehouse(synced_small, warehouse)  # the first sync of this world
     build_models(warehouse)
     assert query(warehouse, "select count(*) from analytics.answer_changes") == [(0,)]
 
@@ -96,11 +98,11 @@ def test_changed_answer_shows_up_in_answer_changes(sandbox: SandboxServer, wareh
     assert query(warehouse, "select count(*) from analytics.answer_changes") == [(readers,)]
 
 
-def test_the_models_fit_their_memory_bound_by_spilling(sandbox: SandboxServer, warehouse: Path) -> None:
+def test_the_models_fit_their_memory_bound_by_spilling(warehouse: Path, synced_small: Path) -> None:
     # The bound is scaled down to the small profile's size. With one DuckDB thread per
     # core the answer models' working sets outgrew it (as 160 MB on the `large` profile
     # did, out of memory); under the bound one thread spills instead.
-    sync(sandbox, warehouse)
+    copy_warehouse(synced_small, warehouse)  # a sync of the small sandbox
     owner = Warehouse(warehouse)
     with owner.writing():
         result = build_models(owner, memory_limit="56MB", duckdb_threads=MODELS_THREADS)

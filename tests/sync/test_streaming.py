@@ -30,7 +30,7 @@ from pipelines.company_connections.errors import RequestFailedError
 from pipelines.company_connections.settings import FETCH_SWITCH_INTERVAL
 from pipelines.company_connections.staging import NamespaceStage, read_batches
 from sandbox.server import SandboxServer
-from tests.helpers import CREDENTIALS, current_counts, query, sync
+from tests.helpers import CREDENTIALS, copy_warehouse, current_counts, query, sync
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -149,9 +149,9 @@ def test_a_failed_namespace_leaves_nothing_behind(
 
 
 def test_a_failed_namespace_keeps_its_previous_data_and_history(
-    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch, synced_small: Path
 ) -> None:
-    sync(sandbox, warehouse)
+    copy_warehouse(synced_small, warehouse)  # the first sync of this world
     before = current_counts(warehouse)
     versions = query(warehouse, "select namespace_company_id, count(*), count(_dlt_valid_to) from raw.documents group by 1 order by 1")
     good, broken = sandbox.world.namespaces[:2]
@@ -340,9 +340,11 @@ def test_connections_are_read_a_window_at_a_time(
 
 
 def test_a_sync_opens_the_file_once_and_checkpoints_only_while_it_waits(
-    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch, synced_small: Path
 ) -> None:
-    sync(sandbox, warehouse)  # the warehouse exists: a sync reads its synced namespaces first
+    # the warehouse exists (a copy of the first sync of this world): a sync reads its
+    # synced namespaces first
+    copy_warehouse(synced_small, warehouse)
     fast, slow = sandbox.world.namespaces[:2]
     fast_committed = threading.Event()
     _hold_until(monkeypatch, slow, fast_committed)
@@ -380,12 +382,7 @@ def test_a_sync_opens_the_file_once_and_checkpoints_only_while_it_waits(
     assert checkpoints == [[fast]]
     assert Path(f"{warehouse}.wal").exists()
     monkeypatch.undo()
-    assert current_counts(warehouse) == current_counts_after_clean_sync(sandbox, warehouse.parent / "clean.duckdb")
-
-
-def current_counts_after_clean_sync(sandbox: SandboxServer, warehouse: Path) -> dict[str, dict[str, int]]:
-    sync(sandbox, warehouse)
-    return current_counts(warehouse)
+    assert current_counts(warehouse) == current_counts(synced_small)  # a clean sync's
 
 
 def test_the_fetch_gets_the_gil_back_quickly_while_it_runs(sandbox: SandboxServer, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from diligence.sync import SyncError
 from sandbox.server import SandboxServer
-from tests.helpers import current_counts, query, sync
+from tests.helpers import copy_warehouse, current_counts, query, sync
 
 
 def test_counts_match_ground_truth(sandbox: SandboxServer, warehouse: Path) -> None:
@@ -46,8 +46,10 @@ def test_counts_match_ground_truth(sandbox: SandboxServer, warehouse: Path) -> N
     assert answered == truth["totals"]["answered_fields"]
 
 
-def test_rerun_adds_no_rows(sandbox: SandboxServer, warehouse: Path) -> None:
-    sync(sandbox, warehouse)
+def test_rerun_adds_no_rows(
+    sandbox: SandboxServer, warehouse: Path, synced_small: Path
+) -> None:
+    copy_warehouse(synced_small, warehouse)  # the first sync of this world
     before = current_counts(warehouse)
     versions = query(warehouse, "select (select count(*) from raw.questionnaires), (select count(*) from raw.documents)")
     sync(sandbox, warehouse)
@@ -56,7 +58,9 @@ def test_rerun_adds_no_rows(sandbox: SandboxServer, warehouse: Path) -> None:
     assert query(warehouse, "select count(distinct sync_id) from raw.sync_runs") == [(2,)]
 
 
-def test_changes_are_kept_as_history(sandbox: SandboxServer, warehouse: Path) -> None:
+def test_changes_are_kept_as_history(
+    sandbox: SandboxServer, warehouse: Path, synced_small: Path
+) -> None:
     ns = sandbox.world.namespaces[0]
     company_id, type_id = sandbox.world.readable_pairs(ns)[0]
     field_id = next(
@@ -65,7 +69,7 @@ def test_changes_are_kept_as_history(sandbox: SandboxServer, warehouse: Path) ->
         for field in form["fields"]
         if field["type"] == "Input"
     )
-    sync(sandbox, warehouse)
+    copy_warehouse(synced_small, warehouse)  # the first sync of this world
     sandbox.world.set_answer(company_id, type_id, field_id, {"value": "changed in the sandbox"})
     document = sandbox.world.documents(company_id, type_id)[0]
     sandbox.world.delete_document(document["id"])
@@ -94,8 +98,10 @@ def test_changes_are_kept_as_history(sandbox: SandboxServer, warehouse: Path) ->
     )[0][0] >= 1
 
 
-def test_not_found_connection_detail_is_a_sync_issue(sandbox: SandboxServer, warehouse: Path) -> None:
-    sync(sandbox, warehouse)
+def test_not_found_connection_detail_is_a_sync_issue(
+    sandbox: SandboxServer, warehouse: Path, synced_small: Path
+) -> None:
+    copy_warehouse(synced_small, warehouse)  # the first sync of this world
     truth = sandbox.world.truth()
     for ns in truth["namespaces"]:
         missing = truth["per_namespace"][ns]["detail_404"]
@@ -169,9 +175,9 @@ def test_unknown_namespace_is_named_and_others_load(sandbox: SandboxServer, ware
 
 
 def test_failing_namespace_is_not_committed_and_keeps_its_data(
-    sandbox: SandboxServer, warehouse: Path
+    sandbox: SandboxServer, warehouse: Path, synced_small: Path
 ) -> None:
-    sync(sandbox, warehouse)
+    copy_warehouse(synced_small, warehouse)  # the first sync of this world
     before = current_counts(warehouse)
     failing, healthy = sandbox.world.namespaces
     sandbox.faults.fail_namespaces = [failing]
@@ -202,13 +208,13 @@ def test_failing_namespace_is_not_committed_and_keeps_its_data(
 
 
 def test_denied_questionnaire_is_a_sync_issue_and_ends_its_version(
-    sandbox: SandboxServer, warehouse: Path
+    sandbox: SandboxServer, warehouse: Path, synced_small: Path
 ) -> None:
     ns = sandbox.world.namespaces[0]
     company_id, type_id = next(
         (c, t) for c, t in sandbox.world.readable_pairs(ns) if c != ns
     )
-    sync(sandbox, warehouse)
+    copy_warehouse(synced_small, warehouse)  # the first sync of this world
     sandbox.faults.deny_pairs = [[company_id, type_id]]
     result = sync(sandbox, warehouse)
     assert not result.failed
