@@ -55,7 +55,8 @@ def rebuild_analytics(
         published = None
         # a lake is read in place by analysts (read-only ATTACH): no copy
         if owner.path is not None and all(c.passed for c in checks):
-            published = publish_analytics(owner.path)
+            with owner.session(memory_limit=None) as con:
+                published = publish_analytics(owner.path, con)
     return AnalyticsResult(models=models, checks=checks, published=published)
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .dbt import DbtError, DbtRun, describe_failure, invoke, location_of
+from .dbt import PROJECT_DIR, DbtError, DbtRun, describe_failure, invoke, location_of
 from .errors import DiligenceError
-from .location import WarehouseLocation
+from .warehouse.location import WarehouseLocation
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,7 @@ class ChecksFailed(DiligenceError):
 
 def check_names() -> list[str]:
     """All checks, by name, sorted (the data tests of the dbt project)."""
-    import yaml
-
-    from .dbt import PROJECT_DIR
+    import yaml  # start-up: the CLI's `check` lists checks; yaml loads for that only
 
     names = {path.stem for path in (PROJECT_DIR / "tests").glob("*.sql")}
     for path in (PROJECT_DIR / "models").rglob("*.yml"):
@@ -65,8 +63,6 @@ def run_checks(
     """Run every check against the warehouse's `analytics` (a DuckDB file, a parsed
     location, or a :class:`~diligence.warehouse.Warehouse`); one result per check,
     sorted by name. Raises :class:`~diligence.dbt.DbtError` when a check cannot run."""
-    from .dbt import PROJECT_DIR
-
     run = invoke(["test"], location_of(warehouse), target="analytics", project_dir=project_dir or PROJECT_DIR)
     return check_results(run, "dbt test")
 

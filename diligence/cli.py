@@ -30,7 +30,7 @@ import typer
 from .consoles import make_console
 from .errors import DiligenceError, raised_on_purpose
 from .safe_text import console_text
-from .warehouse import DEFAULT_WAREHOUSE
+from .warehouse import DEFAULT_WAREHOUSE, Warehouse, open_warehouse
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -76,16 +76,14 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def _warehouse(location: str | None, data_path: str | None) -> Any:
+def _warehouse(location: str | None, data_path: str | None) -> Warehouse:
     """The Warehouse of the options/env/config; one clear line when unusable."""
-    from .config import open_warehouse
-
     return open_warehouse(location, data_path)
 
 
-def _require_data(owner: Any, *, writing: bool = False) -> None:
+def _require_data(owner: Warehouse, *, writing: bool = False) -> None:
     if writing and owner.is_lake:  # one clear line before anything is written
-        from .lake import check_location
+        from .warehouse.lake import check_location
 
         check_location(owner.location)
     if not owner.exists():
@@ -709,19 +707,14 @@ def status(
     failed sync attempts, and whether a sync is running now."""
     import json
 
-    from .status import collect_status, render_status, resumable_status
+    from .status import collect_status, render_status, resumable_status, source_freshness_status
 
     owner = _warehouse(warehouse, data_path)
     if owner.is_lake:
         _require_data(owner)
-        with owner.session(read_only=True, memory_limit=None) as con:
-            data = collect_status(owner.display(), con)
-    else:
-        data = collect_status(owner.path)
+    data = collect_status(owner)
     data["resumable"] = resumable_status(owner)
     if sources and data["state"] == "ready":
-        from .status import source_freshness_status
-
         data["sources"] = source_freshness_status(owner)
     if data["state"] == "missing" and not data["failed_attempts"] and not data["resumable"]:
         if as_json:
@@ -753,8 +746,6 @@ def report(
 
     owner = _warehouse(warehouse, data_path)
     try:
-        if owner.path is not None and not owner.path.exists():
-            raise ReportError(f"no warehouse at {owner.path}; run `diligence sync` first")
         result = report_step(owner, out_file)
     except ReportError as exc:  # one line, however long the path
         from rich.markup import escape
@@ -778,7 +769,7 @@ def migrate_warehouse(
 ) -> None:
     """Convert a warehouse file written by DuckDB 2.0 (earlier releases) to the storage
     this release reads; the original is kept as <name>.duckdb2.bak."""
-    from .migrate import migrate_warehouse as migrate
+    from .warehouse.migrate import migrate_warehouse as migrate
 
     result = migrate(warehouse, python=duckdb2_python)
     if not result.migrated:

@@ -15,7 +15,7 @@ Staging views live in schema `staging` for both.
 Secrets: a lake's catalog password is never written into the profile (nor into
 `target/`): it reaches libpq through ``PGPASSWORD`` for the invocation only, as for the
 analysts' own ``ATTACH``. The lake's DuckDB extensions are installed from their wheels
-first (:func:`diligence.lake.install_extensions`), so DuckDB loads them without a
+first (:func:`diligence.warehouse.lake.install_extensions`), so DuckDB loads them without a
 download.
 
 Start-up: importing dbt takes about 1.2 s and parsing the project about 2.5 s. The
@@ -43,7 +43,7 @@ from typing import Any
 import yaml
 
 from .errors import DiligenceError
-from .location import (
+from .warehouse.location import (
     SECRET_KEYS,
     WarehouseLocation,
     format_conninfo,
@@ -192,7 +192,7 @@ def invoke(
     from dbt.cli.main import dbtRunner
 
     if location.is_lake:
-        from .lake import install_extensions
+        from .warehouse.lake import install_extensions
 
         install_extensions()
     target_dir = project_dir / "target" / f"diligence-{target}"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .dbt import PROJECT_DIR, DbtError, describe_failure, invoke, location_of
-from .filemodes import protect
+from .warehouse.filemodes import protect
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ The tree (``transient``: may the same step succeed if retried?)::
     ├── WarehouseBusyError          another writer holds the warehouse (the writer lock or
     │                               an open DuckDB session); transient
     ├── WarehouseLocationError      a warehouse location (DuckDB file or DuckLake URI) or
-    │                               its data path cannot be used (diligence.location)
+    │                               its data path cannot be used (diligence.warehouse.location)
     ├── WarehouseFormatError        a warehouse file this DuckDB cannot read, or a failed
-    │                               migration (diligence.migrate)
+    │                               migration (diligence.warehouse.migrate)
     ├── ModelError                  a model failed to build (diligence.models)
     ├── DbtError                    dbt could not run, or a model or test failed (diligence.dbt)
     ├── ChecksFailed                data checks returned offending rows (diligence.checks)

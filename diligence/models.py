@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 
@@ -41,10 +41,8 @@ from .dbt import (
     location_of,
 )
 from .errors import DiligenceError
-from .location import WarehouseLocation
-
-if TYPE_CHECKING:
-    from .warehouse import Warehouse
+from .warehouse import Warehouse
+from .warehouse.location import WarehouseLocation
 
 SQL_DIR = PROJECT_DIR
 RAW_SCHEMA = "raw"
@@ -280,17 +278,8 @@ def _session(warehouse: Any, location: WarehouseLocation) -> Iterator[duckdb.Duc
         with session() as con:
             yield con
         return
-    if location.is_lake:
-        from .lake import connect_retrying
-
-        con = connect_retrying(location)
-    else:
-        assert location.path is not None
-        con = duckdb.connect(str(location.path))
-    try:
+    with Warehouse(location).session(memory_limit=None) as con:
         yield con
-    finally:
-        con.close()
 
 
 def _quote(name: str) -> str:

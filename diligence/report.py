@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .filemodes import make_dirs, protect
 from .report_data import ReportData, ReportError, Table, collect
+from .warehouse.filemodes import make_dirs, protect
 
 __all__ = ["ReportError", "ReportResult", "render_html", "vega_bundle", "write_report"]
 
@@ -205,12 +205,9 @@ def render_html(data: ReportData) -> str:
     )
 
 
-def write_report(
-    warehouse: Path | str, out: Path = DEFAULT_REPORT, *, con: Any | None = None
-) -> ReportResult:
-    """Read `warehouse` (through `con`, its open connection, when given) and write the
-    report to `out` (atomically); raises :class:`ReportError` when the warehouse or its
-    analytics schema is missing."""
+def write_report(warehouse: Path | str, out: Path = DEFAULT_REPORT, *, con: Any) -> ReportResult:
+    """Read `warehouse` through `con`, the step's session of it, and write the report to
+    `out` (atomically); raises :class:`ReportError` when its analytics schema is missing."""
     started = time.perf_counter()
     data = collect(warehouse, con=con)
     html = render_html(data)

@@ -263,7 +263,7 @@ def _load(
         jobs = contextlib.nullcontext() if side_by_side else _load_jobs_one_at_a_time()
         with jobs:
             return pipeline.run(data, loader_file_format="parquet")
-    from .lake import load_retrying
+    from .warehouse.lake import load_retrying
 
     return load_retrying(pipeline, data, loader_file_format="parquet")
 

@@ -266,7 +266,8 @@ def publish_run_summary(
 @task(name="publish-document-expiry", cache_policy=NO_CACHE)
 def publish_document_expiry(warehouse: str, expiring_within_days: int) -> UUID:
     """Table artifact of the documents expired or expiring (from analytics.document_expiry)."""
-    rows, total = expiring_documents(Path(warehouse))
+    with Warehouse(Path(warehouse)).session(read_only=True, memory_limit=None) as con:
+        rows, total = expiring_documents(con)
     shown = f"the {len(rows)} most urgent of " if len(rows) < total else ""
     return create_table_artifact(
         table=rows,

@@ -26,6 +26,7 @@ from prefect.cache_policies import NO_CACHE
 from diligence.alerts import RunAlerts, run_alerts
 from diligence.config import notification_block
 from diligence.sync import NamespaceOutcome
+from diligence.warehouse import Warehouse
 
 from .service import mask
 
@@ -73,16 +74,17 @@ def notify_changes(
     if name is None:
         logger.info("no notification block configured ([notifications] block): nothing sent")
         return None
-    alerts = run_alerts(
-        Path(warehouse),
-        run_started_at=run_started_at or _flow_run_started_at(),
-        expiring_within_days=expiring_within_days,
-        failed_namespaces=[
-            (o.namespace_company_id, mask(o.error or "failed"))
-            for o in outcomes
-            if o.status != "success"
-        ],
-    )
+    with Warehouse(Path(warehouse)).session(read_only=True, memory_limit=None) as con:
+        alerts = run_alerts(
+            con,
+            run_started_at=run_started_at or _flow_run_started_at(),
+            expiring_within_days=expiring_within_days,
+            failed_namespaces=[
+                (o.namespace_company_id, mask(o.error or "failed"))
+                for o in outcomes
+                if o.status != "success"
+            ],
+        )
     if alerts.empty:
         logger.info("nothing new since the previous run: no notification sent")
         return None

@@ -54,7 +54,9 @@ def test_flattened_answers_match_ground_truth_with_drift(warehouse: Path, tmp_pa
     assert all(c.passed for c in run_checks(warehouse)), [c for c in run_checks(warehouse) if not c.passed]
 
     for fmt in ("csv", "parquet"):
-        for exported in export_reports(warehouse, tmp_path / fmt, fmt):  # type: ignore[arg-type]
+        with Warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
+            files = export_reports(con, tmp_path / fmt, fmt)  # type: ignore[arg-type]
+        for exported in files:
             (rows,) = query(warehouse, f"select count(*) from analytics.{exported.report}")[0]
             assert exported.rows == rows
 
