@@ -5,8 +5,8 @@ The tree (``transient``: may the same step succeed if retried?)::
     DiligenceError                  base of everything diligence/ and flows/ raise on
     │                               purpose; not transient unless a subclass says so
     ├── SettingsError               a setting or option is missing or invalid
-    │   ├── SelectError             a --select value names no resource (diligence.select)
-    │   └── ScheduleError           a schedule's cron or time zone (diligence.schedule_check)
+    │   ├── SelectError             a --select value names no resource (diligence.cli.select)
+    │   └── ScheduleError           a schedule's cron or time zone (diligence.cli.schedule_check)
     ├── SyncError                   a sync could not run at all (credentials, service,
     │                               configuration, a failed load); transient unless its
     │                               cause is permanent (see :func:`is_transient`)
@@ -23,7 +23,7 @@ The tree (``transient``: may the same step succeed if retried?)::
     ├── ModelError                  a model failed to build (diligence.models)
     ├── DbtError                    dbt could not run, or a model or test failed (diligence.dbt)
     ├── ChecksFailed                data checks returned offending rows (diligence.checks)
-    ├── CheckError                  `diligence check` found a problem (diligence.check)
+    ├── CheckError                  `diligence check` found a problem (diligence.cli.check)
     ├── ExportError                 the reports could not be exported (diligence.export)
     ├── ReportError                 the warehouse cannot be reported on (diligence.report_data)
     ├── CommandError                a command line that cannot work, with its exit code

@@ -8,11 +8,11 @@ from rich.console import Console
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
-from .config import EXPORT_FORMATS
-from .errors import SyncError
+from ..config import EXPORT_FORMATS
+from ..errors import SyncError
+from ..steps import run_pipeline
+from ..warehouse import Warehouse
 from .progress import SyncProgress
-from .steps import run_pipeline
-from .warehouse import Warehouse
 
 SUMMARY_SQL = """
 select

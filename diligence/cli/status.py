@@ -39,12 +39,12 @@ import duckdb
 from rich.console import Console
 from rich.table import Table
 
-from .attempts import failed_attempts
-from .dbt_docs import source_freshness
-from .resume import resumable_journals
-from .safe_text import console_text
-from .warehouse import Warehouse, table_names
-from .warehouse.lock import lock_holder
+from ..attempts import failed_attempts
+from ..dbt_docs import source_freshness
+from ..resume import resumable_journals
+from ..safe_text import console_text
+from ..warehouse import Warehouse, table_names
+from ..warehouse.lock import lock_holder
 
 __all__ = ["RAW_COUNTS", "collect_status", "render_status", "resumable_status", "source_freshness_status"]
 

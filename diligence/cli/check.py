@@ -19,8 +19,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DiligenceError
-from .safe_text import terminal_text
+from ..errors import DiligenceError
+from ..safe_text import terminal_text
 
 __all__ = ["CheckError", "CheckReport", "NamespaceRights", "run_check"]
 
@@ -121,7 +121,7 @@ def run_check(
     from pipelines.company_connections import resolve_settings, run_coroutine
     from pipelines.company_connections.errors import SourceError
 
-    from .sync import _describe
+    from ..sync import _describe
 
     options: dict[str, Any] = dict(source_options or {})
     if base_url is not None:

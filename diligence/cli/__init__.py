@@ -8,7 +8,7 @@ nothing in ``diligence/`` imports ``flows/``. Module-level imports stay light
 
 Errors are one or a few clear lines on stderr and a non-zero exit code; pass
 ``--debug`` (before the command) for a traceback. Secrets never reach the output.
-Off a terminal nothing is wrapped or truncated (:mod:`diligence.consoles`).
+Off a terminal nothing is wrapped or truncated (:mod:`diligence.cli.consoles`).
 ``--quiet`` prints errors and one final line; ``--verbose`` logs our debug lines.
 
 The logic of each convenience lives in its own module (``check``, ``select``,
@@ -27,10 +27,10 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from ..errors import DiligenceError, raised_on_purpose
+from ..safe_text import console_text
+from ..warehouse import DEFAULT_WAREHOUSE, Warehouse, open_warehouse
 from .consoles import make_console
-from .errors import DiligenceError, raised_on_purpose
-from .safe_text import console_text
-from .warehouse import DEFAULT_WAREHOUSE, Warehouse, open_warehouse
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -83,7 +83,7 @@ def _warehouse(location: str | None, data_path: str | None) -> Warehouse:
 
 def _require_data(owner: Warehouse, *, writing: bool = False) -> None:
     if writing and owner.is_lake:  # one clear line before anything is written
-        from .warehouse.lake import check_location
+        from ..warehouse.lake import check_location
 
         check_location(owner.location)
     if not owner.exists():
@@ -110,8 +110,8 @@ def _say(message: str) -> None:
 
 def _password_from_stdin(options: dict[str, Any]) -> None:
     """Read the password from stdin into `options`; mask it in every log line from now."""
+    from ..logs import configure_logging
     from .credentials_input import read_password_stdin
-    from .logs import configure_logging
 
     try:
         password = read_password_stdin()
@@ -137,8 +137,8 @@ def handle_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from rich.markup import escape
 
-        from .logs import configure_logging, mask_secrets
-        from .safe_text import terminal_text
+        from ..logs import configure_logging, mask_secrets
+        from ..safe_text import terminal_text
 
         _state["secrets"] = _secrets()
         configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
@@ -194,7 +194,7 @@ def main(
         "--verbose", "-v", help="Log each namespace's progress and our debug lines (never secrets).")] = False,
 ) -> None:
     """diligence-warehouse: sync, model, export, schedule."""
-    from .memory import bound_process_memory
+    from ..memory import bound_process_memory
 
     if quiet and verbose:
         err.print("[red]error:[/red] --quiet and --verbose exclude each other", highlight=False)
@@ -205,7 +205,7 @@ def main(
 
 
 def _expiring_default() -> int:
-    from .config import expiring_within_days
+    from ..config import expiring_within_days
 
     return expiring_within_days()
 
@@ -282,9 +282,9 @@ def sync(
     or a namespace that could not be read completely (it is named, and its previous
     data is kept). A sync that loaded nothing builds and publishes nothing.
     """
+    from ..steps import run_pipeline
     from .progress import SyncProgress
     from .select import SelectError, parse_select
-    from .steps import run_pipeline
 
     owner = _warehouse(warehouse, data_path)
     try:
@@ -415,7 +415,7 @@ def _print_analytics(result: Any) -> None:
 
 
 def _build_models(warehouse: Any, expiring_within_days: int, as_of: datetime | None, wait: float = 0.0) -> None:
-    from .steps import run_pipeline
+    from ..steps import run_pipeline
 
     result = run_pipeline(
         warehouse, sync=False, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait
@@ -510,7 +510,7 @@ def dbt_profile(warehouse: WarehouseOption = None, data_path: DataPathOption = N
     """Print a dbt profiles.yml for the warehouse in use, for your own dbt runs in sql/
     (`cd sql && dbt build --select custom`). It holds no password: a lake's catalog
     password comes from PGPASSWORD."""
-    from .dbt import profile_yaml
+    from ..dbt import profile_yaml
 
     owner = _warehouse(warehouse, data_path)
     sys.stdout.write(profile_yaml(owner.location))
@@ -527,7 +527,7 @@ def docs(
 ) -> None:
     """Generate dbt's docs site (every model, column, test and source, with the lineage
     graph) as one self-contained index.html: open it from disk, no server needed."""
-    from .dbt_docs import generate_docs
+    from ..dbt_docs import generate_docs
 
     owner = _warehouse(warehouse, data_path)
     _require_data(owner)
@@ -556,7 +556,7 @@ def export(
     """Write answers, document_expiry, questionnaire_completeness, connections and
     answers_wide as <report>.<csv|parquet>. CSV text cells that begin with =, +, -, @,
     a tab or CR get a leading ' so that spreadsheets do not run them as formulas."""
-    from .steps import export_step
+    from ..steps import export_step
 
     if format not in ("csv", "parquet"):
         raise CommandError(f"--format must be csv or parquet, not {format!r}", EXIT_USAGE)
@@ -741,8 +741,8 @@ def report(
     Headline numbers, documents expired/expiring on a timeline, completeness per
     counterparty, what changed since the previous sync and open sync issues.
     """
-    from .report import ReportError
-    from .steps import report_step
+    from ..report import ReportError
+    from ..steps import report_step
 
     owner = _warehouse(warehouse, data_path)
     try:
@@ -769,7 +769,7 @@ def migrate_warehouse(
 ) -> None:
     """Convert a warehouse file written by DuckDB 2.0 (earlier releases) to the storage
     this release reads; the original is kept as <name>.duckdb2.bak."""
-    from .warehouse.migrate import migrate_warehouse as migrate
+    from ..warehouse.migrate import migrate_warehouse as migrate
 
     result = migrate(warehouse, python=duckdb2_python)
     if not result.migrated:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .errors import SettingsError
+from ..errors import SettingsError
 
 __all__ = ["SelectError", "resource_names", "parse_select"]
 

@@ -31,11 +31,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .warehouse.filemodes import write_text_atomically
+from ..warehouse.filemodes import write_text_atomically
 
 if TYPE_CHECKING:
-    from .steps import PipelineResult
-    from .sync import SyncResult
+    from ..steps import PipelineResult
+    from ..sync import SyncResult
 
 __all__ = ["SUMMARY_VERSION", "run_summary", "write_summary"]
 

@@ -6,7 +6,7 @@ instead of a banner followed by a Prefect validation traceback.
 
 from __future__ import annotations
 
-from .errors import SettingsError
+from ..errors import SettingsError
 
 __all__ = ["ScheduleError", "validate_schedule"]
 
