@@ -24,8 +24,8 @@ The tree (``transient``: may the same step succeed if retried?)::
     ├── DbtError                    dbt could not run, or a model or test failed (diligence.dbt)
     ├── ChecksFailed                data checks returned offending rows (diligence.checks)
     ├── CheckError                  `diligence check` found a problem (diligence.cli.check)
-    ├── ExportError                 the reports could not be exported (diligence.export)
-    ├── ReportError                 the warehouse cannot be reported on (diligence.report_data)
+    ├── ExportError                 the reports could not be exported (diligence.report.export)
+    ├── ReportError                 the warehouse cannot be reported on (diligence.report.data)
     ├── CommandError                a command line that cannot work, with its exit code
     │                               (diligence.cli)
     └── FlowError                   the Prefect flow's own errors (flows.errors)

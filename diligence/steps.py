@@ -39,8 +39,8 @@ from .warehouse import DEFAULT_WAREHOUSE, Warehouse
 if TYPE_CHECKING:
     from .analytics import AnalyticsResult
     from .documents import DownloadSummary
-    from .export import ExportedFile
-    from .report import ReportResult
+    from .report.export import ExportedFile
+    from .report.page import ReportResult
     from .sync import NamespaceOutcome, SyncResult
 
 __all__ = ["PipelineResult", "run_pipeline", "sync_step", "analytics_step", "export_step", "report_step"]
@@ -127,7 +127,7 @@ def export_step(
 ) -> list[ExportedFile]:
     """Write every report in every format (each once) into `out_dir`; CSV text cells
     keep the formula guard unless `csv_raw` (or `export.csv_raw` in config) says not to."""
-    from .export import export_reports  # start-up: DuckDB loads when a step runs
+    from .report.export import export_reports  # start-up: DuckDB loads when a step runs
 
     exported: list[ExportedFile] = []
     with warehouse.session(read_only=not warehouse.locked, memory_limit=None) as con:
@@ -140,11 +140,11 @@ def export_step(
 
 def report_step(warehouse: Warehouse, out_file: Path) -> ReportResult:
     """Write the HTML report of the warehouse to `out_file`; raises
-    :class:`~diligence.report.ReportError` when there is no warehouse or no models yet."""
+    :class:`~diligence.report.page.ReportError` when there is no warehouse or no models yet."""
     # start-up: DuckDB, altair and jinja2 load when a report is written, not with the CLI
     import duckdb
 
-    from .report import ReportError, write_report
+    from .report.page import ReportError, write_report
 
     if warehouse.path is not None and not warehouse.path.exists():
         raise ReportError(f"no warehouse at {warehouse.path}; run `diligence sync` first")

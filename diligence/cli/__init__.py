@@ -741,7 +741,7 @@ def report(
     Headline numbers, documents expired/expiring on a timeline, completeness per
     counterparty, what changed since the previous sync and open sync issues.
     """
-    from ..report import ReportError
+    from ..report.page import ReportError
     from ..steps import report_step
 
     owner = _warehouse(warehouse, data_path)

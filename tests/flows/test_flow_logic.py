@@ -15,7 +15,7 @@ from prefect.states import Completed, Failed
 import flows.service
 from diligence.checks import CheckResult
 from diligence.errors import DiligenceError
-from diligence.export import ExportedFile
+from diligence.report.export import ExportedFile
 from diligence.sync import NamespaceOutcome, SyncError, run_sync
 from diligence.warehouse import Warehouse, WarehouseBusyError
 from flows.company_connections_sync import (

@@ -16,7 +16,7 @@ from prefect import flow
 from prefect.blocks.system import Secret
 
 import flows.company_connections_sync as flow_module
-from diligence.export import REPORTS
+from diligence.report.export import REPORTS
 from diligence.sync import run_sync
 from flows.company_connections_sync import (
     DOCUMENTS_ARTIFACT_KEY,

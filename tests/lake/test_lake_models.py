@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 
 from diligence.checks import failed_checks, run_checks
-from diligence.export import export_reports
 from diligence.models import ANALYTICS_SCHEMA, build_models
+from diligence.report.export import export_reports
 from diligence.warehouse import Warehouse, lake
 from diligence.warehouse.location import WarehouseLocation
 

@@ -10,8 +10,8 @@ import duckdb
 import pandas as pd
 import pytest
 
-from diligence.export import REPORTS, ExportedFile, ExportError, export_reports
 from diligence.models import build_models
+from diligence.report.export import REPORTS, ExportedFile, ExportError, export_reports
 from diligence.warehouse import Warehouse
 
 from .helpers import rows, scalar

@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.report import render_html
-from diligence.report_data import ReportData, ReportError, collect
+from diligence.report.data import ReportData, ReportError, collect
+from diligence.report.page import render_html
 from diligence.steps import report_step
 from diligence.warehouse import Warehouse
 from tests.helpers import query

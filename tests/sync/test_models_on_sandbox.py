@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from diligence.checks import run_checks
-from diligence.export import export_reports
 from diligence.models import build_models
+from diligence.report.export import export_reports
 from diligence.warehouse import MODELS_THREADS, Warehouse
 from sandbox.server import SandboxServer
 from tests.helpers import query, sync

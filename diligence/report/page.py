@@ -1,6 +1,6 @@
 """`diligence report`: one self-contained HTML file about the warehouse.
 
-Shape: :func:`diligence.report_data.collect` reads the numbers (read-only), the charts
+Shape: :func:`diligence.report.data.collect` reads the numbers (read-only), the charts
 are Vega-Altair specifications, and the Jinja2 template ``templates/report.html.j2``
 lays everything out. Nothing is fetched when the file is opened: the Vega, Vega-Lite and
 Vega-Embed libraries are inlined from the bundle that ``vl-convert-python`` builds (cached
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .report_data import ReportData, ReportError, Table, collect
-from .warehouse.filemodes import make_dirs, protect
+from ..warehouse.filemodes import make_dirs, protect
+from .data import ReportData, ReportError, Table, collect
 
 __all__ = ["ReportError", "ReportResult", "render_html", "vega_bundle", "write_report"]
 
@@ -165,7 +165,7 @@ def _environment() -> Any:
     import jinja2
 
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("diligence", "templates"),
+        loader=jinja2.PackageLoader("diligence.report", "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         trim_blocks=True,
         lstrip_blocks=True,

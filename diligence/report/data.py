@@ -25,8 +25,8 @@ from typing import Any
 
 import duckdb
 
-from .errors import DiligenceError
-from .warehouse import table_names
+from ..errors import DiligenceError
+from ..warehouse import table_names
 
 #: Tables the report cannot do without.
 REQUIRED_TABLES = (

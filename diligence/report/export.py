@@ -29,8 +29,8 @@ from typing import Literal
 
 import duckdb
 
-from .errors import DiligenceError
-from .warehouse.filemodes import make_dirs, protect
+from ..errors import DiligenceError
+from ..warehouse.filemodes import make_dirs, protect
 
 Format = Literal["csv", "parquet"]
 
