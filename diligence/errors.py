@@ -120,7 +120,7 @@ def raised_on_purpose(exc: BaseException) -> bool:
     (`SourceError`). Its message is the one line to show; anything else is a bug."""
     if isinstance(exc, DiligenceError):
         return True
-    from pipelines.company_connections.errors import SourceError
+    from pipelines.company_connections.errors import SourceError  # start-up: loads dlt
 
     return isinstance(exc, SourceError)
 
@@ -152,7 +152,7 @@ def transient_of(exc: BaseException) -> bool | None:
     """
     if isinstance(exc, DiligenceError):
         return exc.transient
-    from pipelines.company_connections import errors as client_errors
+    from pipelines.company_connections import errors as client_errors  # start-up: loads dlt
 
     if isinstance(exc, client_errors.RequestFailedError):
         return True

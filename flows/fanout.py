@@ -24,7 +24,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_client, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.deployments import run_deployment
 
@@ -109,8 +109,6 @@ def fan_out(
     namespaces: list[str], parameters: dict[str, Any], deployment: str
 ) -> dict[str, Any]:
     """Start one run of `deployment` per namespace, wait for all; their final states."""
-    from prefect import get_client
-
     runs = {
         ns: run_deployment(
             deployment,

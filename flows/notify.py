@@ -18,10 +18,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from prefect import get_run_logger, task
+from prefect import get_client, get_run_logger, task
 from prefect.blocks.core import Block
 from prefect.blocks.notifications import NotificationBlock
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 
 from diligence.alerts import RunAlerts, run_alerts
 from diligence.config import notification_block
@@ -48,9 +49,6 @@ def load_notification_block(name: str) -> NotificationBlock:
 
 def _flow_run_started_at() -> datetime:
     """When the current flow run started, from the Prefect API."""
-    from prefect import get_client
-    from prefect.runtime import flow_run
-
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(flow_run.get_id())
     started = run.start_time or run.expected_start_time

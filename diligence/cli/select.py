@@ -22,7 +22,7 @@ class SelectError(SettingsError):
 
 def resource_names() -> tuple[str, ...]:
     """The data resources a sync can select, in load order."""
-    from pipelines.company_connections.schema import NAMESPACE_TABLES
+    from pipelines.company_connections.schema import NAMESPACE_TABLES  # start-up: loads dlt
 
     return NAMESPACE_TABLES
 

@@ -20,6 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import altair as alt
+import jinja2
+import vl_convert as vlc
+from markupsafe import Markup
+
 from ..warehouse.filemodes import make_dirs, protect
 from .data import ReportData, ReportError, Table, collect
 
@@ -48,9 +53,6 @@ def _cache_dir() -> Path:
 def vega_bundle() -> str:
     """The Vega + Vega-Lite + Vega-Embed JavaScript bundle (about 0.9 MB) matching
     Altair's Vega-Lite version; built by vl-convert once, then read from the cache."""
-    import altair as alt
-    import vl_convert as vlc
-
     vl_version = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
     cached = _cache_dir() / f"vega-bundle-{vlc.__version__}-vl{vl_version}.js"
     try:
@@ -71,8 +73,6 @@ def vega_bundle() -> str:
 # -- charts -----------------------------------------------------------------------------
 def timeline_chart(data: ReportData) -> dict[str, Any]:
     """Documents per expiration month, stacked by status, with a rule at the evaluation day."""
-    import altair as alt
-
     statuses = list(STATUS_COLORS)
     bars = (
         alt.Chart(alt.Data(values=data.timeline))
@@ -109,8 +109,6 @@ def timeline_chart(data: ReportData) -> dict[str, Any]:
 
 def completeness_chart(data: ReportData) -> dict[str, Any]:
     """How many counterparties fall in each 10% band of completeness."""
-    import altair as alt
-
     chart = (
         alt.Chart(alt.Data(values=data.completeness_buckets))
         .mark_bar(color="#3b6ea5")
@@ -131,8 +129,6 @@ def completeness_chart(data: ReportData) -> dict[str, Any]:
 
 def least_complete_chart(data: ReportData, limit: int = 15) -> dict[str, Any]:
     """The `limit` least complete counterparties (the table has them all)."""
-    import altair as alt
-
     columns = data.completeness.columns
     rows = [dict(zip(columns, row, strict=True)) for row in data.completeness.rows]
     rows = [r for r in rows if r["completeness_pct"] is not None][:limit]
@@ -162,8 +158,6 @@ def _table_dict(table: Table | None) -> dict[str, Any] | None:
 
 @functools.lru_cache(maxsize=1)
 def _environment() -> Any:
-    import jinja2
-
     return jinja2.Environment(
         loader=jinja2.PackageLoader("diligence.report", "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -174,8 +168,6 @@ def _environment() -> Any:
 
 def render_html(data: ReportData) -> str:
     """The report page for `data`, with every library inlined."""
-    from markupsafe import Markup
-
     changes = data.changes
     specs = {
         "timeline": timeline_chart(data),
