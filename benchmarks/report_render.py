@@ -25,7 +25,7 @@ from pathlib import Path
 
 import duckdb
 
-from diligence.models import build_models
+from diligence.analytics.models import build_models
 from diligence.report.page import vega_bundle
 from diligence.steps import report_step
 from diligence.warehouse import Warehouse

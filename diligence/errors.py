@@ -20,9 +20,9 @@ The tree (``transient``: may the same step succeed if retried?)::
     │                               its data path cannot be used (diligence.warehouse.location)
     ├── WarehouseFormatError        a warehouse file this DuckDB cannot read, or a failed
     │                               migration (diligence.warehouse.migrate)
-    ├── ModelError                  a model failed to build (diligence.models)
-    ├── DbtError                    dbt could not run, or a model or test failed (diligence.dbt)
-    ├── ChecksFailed                data checks returned offending rows (diligence.checks)
+    ├── ModelError                  a model failed to build (diligence.analytics.models)
+    ├── DbtError                    dbt could not run, or a model or test failed (diligence.analytics.dbt)
+    ├── ChecksFailed                data checks returned offending rows (diligence.analytics.checks)
     ├── CheckError                  `diligence check` found a problem (diligence.cli.check)
     ├── ExportError                 the reports could not be exported (diligence.report.export)
     ├── ReportError                 the warehouse cannot be reported on (diligence.report.data)

@@ -35,7 +35,7 @@ from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
 from diligence.analytics import AnalyticsResult
-from diligence.checks import CheckResult
+from diligence.analytics.checks import CheckResult
 from diligence.config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_REPORTS_DIR, DEFAULT_WAREHOUSE
 from diligence.report.export import ExportedFile, Format
 from diligence.steps import analytics_step, export_step, report_step, sync_step

@@ -1,6 +1,6 @@
 """The run's notification: what is new since the previous run, through a Prefect block.
 
-After the models are built, :func:`notify_changes` asks :mod:`diligence.alerts` for the
+After the models are built, :func:`notify_changes` asks :mod:`diligence.analytics.alerts` for the
 documents that newly expired or entered the expiring window and the namespaces that
 failed, and sends them through the Prefect notification block named in config::
 
@@ -24,7 +24,7 @@ from prefect.blocks.notifications import NotificationBlock
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from diligence.alerts import RunAlerts, run_alerts
+from diligence.analytics.alerts import RunAlerts, run_alerts
 from diligence.config import notification_block
 from diligence.sync import NamespaceOutcome
 from diligence.warehouse import Warehouse

@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from diligence.checks import CheckResult
+from diligence.analytics.checks import CheckResult
 from diligence.report.export import ExportedFile
 from diligence.safe_text import markdown_text, terminal_text
 from diligence.sync import NamespaceOutcome

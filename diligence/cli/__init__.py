@@ -503,7 +503,7 @@ def dbt_profile(warehouse: WarehouseOption = None, data_path: DataPathOption = N
     """Print a dbt profiles.yml for the warehouse in use, for your own dbt runs in sql/
     (`cd sql && dbt build --select custom`). It holds no password: a lake's catalog
     password comes from PGPASSWORD."""
-    from ..dbt import profile_yaml  # start-up: dbt loads when a command runs
+    from ..analytics.dbt import profile_yaml  # start-up: dbt loads when a command runs
 
     owner = _warehouse(warehouse, data_path)
     sys.stdout.write(profile_yaml(owner.location))
@@ -520,7 +520,7 @@ def docs(
 ) -> None:
     """Generate dbt's docs site (every model, column, test and source, with the lineage
     graph) as one self-contained index.html: open it from disk, no server needed."""
-    from ..dbt_docs import generate_docs  # start-up: dbt loads when a command runs
+    from ..analytics.dbt_docs import generate_docs  # start-up: dbt loads when a command runs
 
     owner = _warehouse(warehouse, data_path)
     _require_data(owner)

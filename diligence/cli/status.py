@@ -24,7 +24,7 @@ writer lock (:mod:`diligence.warehouse.lock`) the status says so, and while the 
 creates the warehouse it says only that. ``resumable`` lists the namespaces an
 interrupted sync left journals of (:mod:`diligence.resume`): the next sync goes on
 from them. ``sources`` (``--sources``) is ``dbt source freshness`` on the raw tables,
-with the thresholds of the dbt project (:mod:`diligence.dbt_docs`).
+with the thresholds of the dbt project (:mod:`diligence.analytics.dbt_docs`).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ import duckdb
 from rich.console import Console
 from rich.table import Table
 
+from ..analytics.dbt_docs import source_freshness
 from ..attempts import failed_attempts
-from ..dbt_docs import source_freshness
 from ..resume import resumable_journals
 from ..safe_text import console_text
 from ..warehouse import Warehouse, table_names

@@ -18,7 +18,7 @@ def wal_of(database: Path) -> Path:
 
 def published_path(warehouse: Path) -> Path:
     """Where the analysts' read-only copy of `warehouse`'s analytics schema lives (see
-    :mod:`diligence.publish`)."""
+    :mod:`diligence.analytics.publish`)."""
     return warehouse.with_name(f"{warehouse.stem}-analytics{warehouse.suffix or '.duckdb'}")
 
 

@@ -89,7 +89,7 @@ def test_log_lines_escape_control_characters(capsys) -> None:  # type: ignore[no
 
 
 def test_alert_lines_escape_upstream_names() -> None:
-    from diligence.alerts import DocumentAlert, RunAlerts
+    from diligence.analytics.alerts import DocumentAlert, RunAlerts
 
     alert = DocumentAlert("ns", "c", HOSTILE, "d", "\x1b[31mdoc", "\x07cat", "expired", "2026-01-01", -1)
     alerts = RunAlerts(previous_run_at=None, expiring_within_days=30, newly_expired=[alert],

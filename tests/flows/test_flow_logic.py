@@ -13,7 +13,7 @@ from prefect.logging import disable_run_logger
 from prefect.states import Completed, Failed
 
 import flows.service
-from diligence.checks import CheckResult
+from diligence.analytics.checks import CheckResult
 from diligence.errors import DiligenceError
 from diligence.report.export import ExportedFile
 from diligence.sync import NamespaceOutcome, SyncError, run_sync

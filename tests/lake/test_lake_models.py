@@ -9,8 +9,8 @@ from pathlib import Path
 
 import duckdb
 
-from diligence.checks import failed_checks, run_checks
-from diligence.models import ANALYTICS_SCHEMA, build_models
+from diligence.analytics.checks import failed_checks, run_checks
+from diligence.analytics.models import ANALYTICS_SCHEMA, build_models
 from diligence.report.export import export_reports
 from diligence.warehouse import Warehouse, lake
 from diligence.warehouse.location import WarehouseLocation

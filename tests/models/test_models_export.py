@@ -10,7 +10,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from diligence.models import build_models
+from diligence.analytics.models import build_models
 from diligence.report.export import REPORTS, ExportedFile, ExportError, export_reports
 from diligence.warehouse import Warehouse
 

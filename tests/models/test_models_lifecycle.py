@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from diligence.checks import run_checks
-from diligence.models import build_models
-from diligence.publish import publish_analytics
+from diligence.analytics.checks import run_checks
+from diligence.analytics.models import build_models
+from diligence.analytics.publish import publish_analytics
 from diligence.warehouse import Warehouse
 
 from .helpers import rows

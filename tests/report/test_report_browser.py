@@ -122,7 +122,7 @@ def test_tables_were_built_by_the_script(synced: Synced, rendered: tuple[str, El
 
 def test_an_empty_warehouse_still_draws(tmp_path: Path) -> None:
     """Models built over an empty raw layer: zero everywhere, charts and tables still draw."""
-    from diligence.models import build_models
+    from diligence.analytics.models import build_models
     from diligence.steps import report_step
     from diligence.warehouse import Warehouse
     from tests.models.rawdb import create_raw

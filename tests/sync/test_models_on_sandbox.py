@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diligence.checks import run_checks
-from diligence.models import build_models
+from diligence.analytics.checks import run_checks
+from diligence.analytics.models import build_models
 from diligence.report.export import export_reports
 from diligence.warehouse import MODELS_THREADS, Warehouse
 from sandbox.server import SandboxServer

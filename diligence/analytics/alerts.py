@@ -27,8 +27,8 @@ from datetime import datetime
 
 import duckdb
 
+from ..safe_text import terminal_text
 from .dbt import render_macro
-from .safe_text import terminal_text
 
 __all__ = ["DocumentAlert", "RunAlerts", "run_alerts", "previous_run_at", "MAX_LISTED"]
 

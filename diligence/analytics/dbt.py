@@ -6,7 +6,7 @@ warehouse in use. DuckDB runs in memory with the warehouse attached as catalog
 relation dbt compiles reads ``"warehouse"."<schema>"."<table>"`` whatever the warehouse:
 
     target     schema of the marts   used by
-    build      analytics_build       the model build (diligence.models swaps it into
+    build      analytics_build       the model build (diligence.analytics.models swaps it into
                                      `analytics` in one transaction once it is complete)
     analytics  analytics             the data tests, docs, source freshness, users' runs
 
@@ -42,8 +42,8 @@ from typing import Any
 
 import yaml
 
-from .errors import DiligenceError
-from .warehouse.location import (
+from ..errors import DiligenceError
+from ..warehouse.location import (
     SECRET_KEYS,
     WarehouseLocation,
     format_conninfo,
@@ -52,7 +52,7 @@ from .warehouse.location import (
     redact,
 )
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent / "sql"
+PROJECT_DIR = Path(__file__).resolve().parents[2] / "sql"
 PROFILE_NAME = "diligence"
 CATALOG = "warehouse"
 BUILD_SCHEMA = "analytics_build"
@@ -192,7 +192,7 @@ def invoke(
     from dbt.cli.main import dbtRunner
 
     if location.is_lake:
-        from .warehouse.lake import install_extensions
+        from ..warehouse.lake import install_extensions
 
         install_extensions()
     target_dir = project_dir / "target" / f"diligence-{target}"

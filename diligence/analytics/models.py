@@ -1,8 +1,8 @@
 """Build the SQL models: the dbt project in `sql/` (see `sql/README.md`).
 
 dbt builds the staging views (schema `staging`) and the marts into schema
-`analytics_build` (target ``build`` of :mod:`diligence.dbt`), and runs the checks (the
-project's data tests, see :mod:`diligence.checks`) on them in the same invocation
+`analytics_build` (target ``build`` of :mod:`diligence.analytics.dbt`), and runs the checks (the
+project's data tests, see :mod:`diligence.analytics.checks`) on them in the same invocation
 (``dbt build``; on this target a failing check warns, so it never skips a model); once
 every model has built, one DuckDB transaction replaces schema `analytics` with a copy of it, the
 descriptions (dbt's ``persist_docs``) included, and drops `analytics_build`. A reader
@@ -26,6 +26,9 @@ from typing import Any
 
 import duckdb
 
+from ..errors import DiligenceError
+from ..warehouse import Warehouse
+from ..warehouse.location import WarehouseLocation
 from .checks import CheckResult, check_results
 from .dbt import (
     ANALYTICS_SCHEMA,
@@ -40,9 +43,6 @@ from .dbt import (
     invoke,
     location_of,
 )
-from .errors import DiligenceError
-from .warehouse import Warehouse
-from .warehouse.location import WarehouseLocation
 
 SQL_DIR = PROJECT_DIR
 RAW_SCHEMA = "raw"

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import duckdb
 
+from ..warehouse import published_path
+from ..warehouse.filemodes import protect
 from .models import copy_comments
-from .warehouse import published_path
-from .warehouse.filemodes import protect
 
 
 def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
