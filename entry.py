@@ -44,8 +44,8 @@ def schedule(
     until stopped with Ctrl+C.
     """
     from diligence.cli import EXIT_USAGE, CommandError
+    from diligence.cli.schedule_check import ScheduleError, validate_schedule
     from diligence.config import schedule_settings
-    from diligence.schedule_check import ScheduleError, validate_schedule
 
     cron, timezone = schedule_settings(cron, timezone)
     try:

@@ -25,8 +25,10 @@ from pathlib import Path
 
 import duckdb
 
-from diligence.models import build_models
-from diligence.report import vega_bundle, write_report
+from diligence.analytics.models import build_models
+from diligence.report.page import vega_bundle
+from diligence.steps import report_step
+from diligence.warehouse import Warehouse
 from tests.models.synthetic import generate_raw
 from tests.report.browser import dump_dom
 
@@ -105,7 +107,7 @@ def measure(counterparties: int, repeat: int) -> dict[str, float | int | str]:
         setup = time.perf_counter() - started
         writes = []
         for _ in range(repeat):
-            result = write_report(warehouse, folder / "report.html")
+            result = report_step(Warehouse(warehouse), folder / "report.html")
             writes.append(result.seconds)
         blank = folder / "blank.html"
         blank.write_text("<!doctype html><title>blank</title><p>blank</p>")

@@ -19,7 +19,7 @@ from typing import Any
 #: Imported before a job of each kind starts (its timings exclude them).
 PRELOAD = {
     "sync": ["diligence.sync", "diligence.warehouse", "diligence.steps", "diligence.analytics",
-             "diligence.models", "diligence.export",
+             "diligence.analytics.models", "diligence.report.export",
              "pipelines.company_connections", "dlt", "dlt.destinations", "duckdb", "pyarrow",
              "pyarrow.parquet", "benchmarks.ours"],
     "ceiling": ["httpx", "benchmarks.ceiling"],

@@ -21,7 +21,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .logs import mask_secrets
 from .warehouse import pipelines_dir_of
+from .warehouse.filemodes import write_text_atomically
 
 __all__ = ["FailedAttempt", "KEEP", "record_failed_attempt", "failed_attempts"]
 
@@ -45,9 +47,6 @@ def _path(warehouse: Path) -> Path:
 
 def record_failed_attempt(warehouse: Path, error: str, secrets: tuple[str, ...] = ()) -> None:
     """Append a failed attempt (its message masked); never raises."""
-    from .filemodes import write_text_atomically
-    from .logs import mask_secrets
-
     try:
         attempt = FailedAttempt(
             at=datetime.now(timezone.utc).isoformat(timespec="seconds"),

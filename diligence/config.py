@@ -17,7 +17,9 @@ dlt config too, and an explicit value (a CLI option, a flow parameter) always wi
     [notifications]
     block = "custom-webhook/diligence-alerts"  # NOTIFICATIONS__BLOCK: <type slug>/<name>
 
-Nothing is imported from dlt until a value is looked up. Callers outside ``diligence``
+Nothing is imported from dlt until a value is looked up, and nothing of ours at all.
+The warehouse's location (env ``DILIGENCE_WAREHOUSE`` / ``DILIGENCE_DATA_PATH``) is read
+by :func:`diligence.warehouse.warehouse_settings`, which opens it. Callers outside ``diligence``
 (the Prefect flow, its deployment) read settings through these functions, never from
 ``dlt.config`` themselves, so every setting has one reader and one default.
 """
@@ -26,12 +28,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from .warehouse import DEFAULT_WAREHOUSE
-
-if TYPE_CHECKING:
-    from .warehouse import Warehouse
 
 __all__ = [
     "DEFAULT_WAREHOUSE",
@@ -42,19 +38,16 @@ __all__ = [
     "EXPORT_FORMATS",
     "FILE_MODES",
     "configured_expiring_within_days",
+    "configured",
     "csv_raw",
     "configured_namespaces",
     "expiring_within_days",
     "file_mode",
     "notification_block",
     "schedule_settings",
-    "warehouse_settings",
-    "open_warehouse",
 ]
 
-WAREHOUSE_ENV = "DILIGENCE_WAREHOUSE"
-DATA_PATH_ENV = "DILIGENCE_DATA_PATH"
-
+DEFAULT_WAREHOUSE = Path("data/warehouse.duckdb")
 DEFAULT_REPORTS_DIR = Path("reports")
 DEFAULT_EXPIRING_WITHIN_DAYS = 30
 DEFAULT_CRON = "0 6 * * *"
@@ -65,16 +58,17 @@ FILE_MODES: tuple[str, ...] = ("owner", "group")
 FILE_MODE_ENV = "DILIGENCE_FILE_MODE"
 
 
-def _configured(key: str, hint: type) -> object | None:
-    import dlt
+def configured(key: str, hint: type) -> object | None:
+    """The value of `key` in dlt's config (files and env), or None if unset."""
+    import dlt  # start-up: dlt loads only when a setting is looked up, not on --help
 
     return dlt.config.get(key, hint)
 
 
 def configured_expiring_within_days() -> int | None:
     """`sources.company_connections.expiring_within_days` from config, or None if unset."""
-    configured = _configured("sources.company_connections.expiring_within_days", int)
-    return None if configured is None else int(configured)  # type: ignore[call-overload]
+    value = configured("sources.company_connections.expiring_within_days", int)
+    return None if value is None else int(value)  # type: ignore[call-overload]
 
 
 def expiring_within_days(value: int | None = None) -> int:
@@ -88,26 +82,26 @@ def expiring_within_days(value: int | None = None) -> int:
 def csv_raw(value: bool = False) -> bool:
     """Whether CSV exports skip the formula guard: `value` (`--csv-raw`), else
     `export.csv_raw` from config, else False (the guard is on)."""
-    return bool(value) or bool(_configured("export.csv_raw", bool))
+    return bool(value) or bool(configured("export.csv_raw", bool))
 
 
 def configured_namespaces() -> list[str]:
     """`sources.company_connections.namespaces` from config, or an empty list."""
-    value = _configured("sources.company_connections.namespaces", list)
+    value = configured("sources.company_connections.namespaces", list)
     return [str(namespace) for namespace in value or []]  # type: ignore[attr-defined]
 
 
 def schedule_settings(cron: str | None = None, timezone: str | None = None) -> tuple[str, str]:
     """(cron, timezone): the arguments, else config `schedule.*`, else ``0 6 * * *`` UTC."""
-    cron = cron or _configured("schedule.cron", str) or DEFAULT_CRON  # type: ignore[assignment]
-    timezone = timezone or _configured("schedule.timezone", str) or DEFAULT_TIMEZONE  # type: ignore[assignment]
+    cron = cron or configured("schedule.cron", str) or DEFAULT_CRON  # type: ignore[assignment]
+    timezone = timezone or configured("schedule.timezone", str) or DEFAULT_TIMEZONE  # type: ignore[assignment]
     return str(cron), str(timezone)
 
 
 def file_mode(value: str | None = None) -> str:
     """``owner`` or ``group``: `value`, else env ``DILIGENCE_FILE_MODE``, else config
     ``warehouse.file_mode``, else ``owner``. Raises ValueError for anything else."""
-    chosen = value or os.environ.get(FILE_MODE_ENV) or _configured("warehouse.file_mode", str)
+    chosen = value or os.environ.get(FILE_MODE_ENV) or configured("warehouse.file_mode", str)
     chosen = str(chosen or "owner").strip().lower()
     if chosen not in FILE_MODES:
         raise ValueError(
@@ -120,47 +114,5 @@ def file_mode(value: str | None = None) -> str:
 def notification_block(value: str | None = None) -> str | None:
     """Name of the Prefect notification block for run alerts: `value`, else config
     ``notifications.block``, else None (no alerts)."""
-    name = value or _configured("notifications.block", str)
+    name = value or configured("notifications.block", str)
     return str(name) if name else None
-
-
-def warehouse_settings(
-    location: str | Path | None = None, data_path: str | Path | None = None
-) -> tuple[str | Path, str | None]:
-    """(location, data_path): each the argument, else its env var (``DILIGENCE_WAREHOUSE``,
-    ``DILIGENCE_DATA_PATH``), else config ``[warehouse] location`` / ``data_path``, else
-    ``data/warehouse.duckdb`` and no data path."""
-    # The app's own settings, not the source's: read here, never in resource code.
-    location = (
-        location
-        or os.environ.get(WAREHOUSE_ENV)
-        or _configured("warehouse.location", str)  # type: ignore[assignment]
-        or DEFAULT_WAREHOUSE
-    )
-    from .location import is_lake_uri
-
-    if data_path or not is_lake_uri(location):
-        # a configured data path belongs to a configured lake, not to a file given here
-        return location, (str(data_path) if data_path else None)
-    data_path = (
-        os.environ.get(DATA_PATH_ENV)
-        or _configured("warehouse.data_path", str)  # type: ignore[assignment]
-        or None
-    )
-    return location, (str(data_path) if data_path else None)  # type: ignore[return-value]
-
-
-def open_warehouse(
-    location: str | Path | None = None, data_path: str | Path | None = None
-) -> Warehouse:
-    """The :class:`~diligence.warehouse.Warehouse` of the settings (see
-    :func:`warehouse_settings`). Raises one line (``WarehouseLocationError``) for a
-    malformed location, and ``WarehouseFormatError`` for a file a newer DuckDB wrote;
-    nothing is opened or written yet."""
-    from .migrate import require_readable
-    from .warehouse import Warehouse
-
-    owner = Warehouse(*warehouse_settings(location, data_path))
-    if owner.path is not None:
-        require_readable(owner.path)
-    return owner

@@ -24,8 +24,8 @@ from pipelines.company_connections import client_from_config, run_coroutine
 from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.errors import DeniedError, NotFoundError, ServiceError
 
-from .filemodes import make_dirs, protect
-from .warehouse import pipeline_for, writer_lock
+from .warehouse import LOAD_MEMORY_LIMIT, Warehouse
+from .warehouse.filemodes import make_dirs, protect
 
 log = logging.getLogger("diligence.documents")
 
@@ -56,31 +56,28 @@ def _safe(name: str | None, fallback: str) -> str:
     return cleaned[:120] or fallback
 
 
-def _pending(warehouse: Path, folder: Path) -> tuple[list[dict[str, Any]], int]:
-    """Current documents without a stored file for their current version."""
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        tables = {
-            row[0]
-            for row in con.execute(
-                "select table_name from information_schema.tables where table_schema = 'raw'"
-            ).fetchall()
-        }
-        if "documents" not in tables:
-            return [], 0
-        stored: dict[tuple[str, str], tuple[str, str, int]] = {}
-        if "document_files" in tables:
-            for ns, doc, content, path, size in con.execute(
-                "select namespace_company_id, document_id, content_hash, path, size_bytes "
-                "from raw.document_files"
-            ).fetchall():
-                stored[(ns, doc)] = (content, path, size)
-        rows = con.execute(
-            "select namespace_company_id, company_id, company_type_id, document_id, name, content_hash "
-            "from raw.documents where _dlt_valid_to is null"
+def _pending(con: duckdb.DuckDBPyConnection, folder: Path) -> tuple[list[dict[str, Any]], int]:
+    """Current documents without a stored file for their current version, read through
+    `con`, a session of the warehouse."""
+    tables = {
+        row[0]
+        for row in con.execute(
+            "select table_name from information_schema.tables where table_schema = 'raw'"
         ).fetchall()
-    finally:
-        con.close()
+    }
+    if "documents" not in tables:
+        return [], 0
+    stored: dict[tuple[str, str], tuple[str, str, int]] = {}
+    if "document_files" in tables:
+        for ns, doc, content, path, size in con.execute(
+            "select namespace_company_id, document_id, content_hash, path, size_bytes "
+            "from raw.document_files"
+        ).fetchall():
+            stored[(ns, doc)] = (content, path, size)
+    rows = con.execute(
+        "select namespace_company_id, company_id, company_type_id, document_id, name, content_hash "
+        "from raw.documents where _dlt_valid_to is null"
+    ).fetchall()
     pending, unchanged = [], 0
     for ns, company, company_type, doc, name, content in rows:
         known = stored.get((ns, doc))
@@ -144,13 +141,15 @@ async def _fetch_all(client: ServiceClient, pending: list[dict[str, Any]]) -> tu
 
 
 def download_documents(
-    warehouse: Path, folder: Path, *, base_url: str | None = None, wait_seconds: float = 0.0
+    warehouse: Warehouse, folder: Path, *, base_url: str | None = None, wait_seconds: float = 0.0
 ) -> DownloadSummary:
-    """Download new or changed documents of `warehouse` into `folder`; see module doc."""
+    """Download new or changed documents of `warehouse` into `folder`; see module doc.
+    The file is not held open while the documents download."""
     folder = folder.expanduser().resolve()
     summary = DownloadSummary()
-    with writer_lock(warehouse, wait_seconds=wait_seconds):
-        pending, summary.unchanged = _pending(warehouse, folder)
+    with warehouse.writing(wait_seconds=wait_seconds):
+        with warehouse.session(memory_limit=None) as con:
+            pending, summary.unchanged = _pending(con, folder)
         if not pending:
             return summary
         client = client_from_config(**({"base_url": base_url} if base_url else {}))
@@ -164,5 +163,6 @@ def download_documents(
                 primary_key=["namespace_company_id", "document_id"],
                 columns=DOCUMENT_FILES_COLUMNS,
             )
-            pipeline_for(warehouse).run(resource)
+            with warehouse.session(memory_limit=LOAD_MEMORY_LIMIT):
+                warehouse.pipeline().run(resource)
     return summary

@@ -5,8 +5,8 @@ The tree (``transient``: may the same step succeed if retried?)::
     DiligenceError                  base of everything diligence/ and flows/ raise on
     │                               purpose; not transient unless a subclass says so
     ├── SettingsError               a setting or option is missing or invalid
-    │   ├── SelectError             a --select value names no resource (diligence.select)
-    │   └── ScheduleError           a schedule's cron or time zone (diligence.schedule_check)
+    │   ├── SelectError             a --select value names no resource (diligence.cli.select)
+    │   └── ScheduleError           a schedule's cron or time zone (diligence.cli.schedule_check)
     ├── SyncError                   a sync could not run at all (credentials, service,
     │                               configuration, a failed load); transient unless its
     │                               cause is permanent (see :func:`is_transient`)
@@ -17,15 +17,15 @@ The tree (``transient``: may the same step succeed if retried?)::
     ├── WarehouseBusyError          another writer holds the warehouse (the writer lock or
     │                               an open DuckDB session); transient
     ├── WarehouseLocationError      a warehouse location (DuckDB file or DuckLake URI) or
-    │                               its data path cannot be used (diligence.location)
+    │                               its data path cannot be used (diligence.warehouse.location)
     ├── WarehouseFormatError        a warehouse file this DuckDB cannot read, or a failed
-    │                               migration (diligence.migrate)
-    ├── ModelError                  a model failed to build (diligence.models)
-    ├── DbtError                    dbt could not run, or a model or test failed (diligence.dbt)
-    ├── ChecksFailed                data checks returned offending rows (diligence.checks)
-    ├── CheckError                  `diligence check` found a problem (diligence.check)
-    ├── ExportError                 the reports could not be exported (diligence.export)
-    ├── ReportError                 the warehouse cannot be reported on (diligence.report_data)
+    │                               migration (diligence.warehouse.migrate)
+    ├── ModelError                  a model failed to build (diligence.analytics.models)
+    ├── DbtError                    dbt could not run, or a model or test failed (diligence.analytics.dbt)
+    ├── ChecksFailed                data checks returned offending rows (diligence.analytics.checks)
+    ├── CheckError                  `diligence check` found a problem (diligence.cli.check)
+    ├── ExportError                 the reports could not be exported (diligence.report.export)
+    ├── ReportError                 the warehouse cannot be reported on (diligence.report.data)
     ├── CommandError                a command line that cannot work, with its exit code
     │                               (diligence.cli)
     └── FlowError                   the Prefect flow's own errors (flows.errors)
@@ -120,7 +120,7 @@ def raised_on_purpose(exc: BaseException) -> bool:
     (`SourceError`). Its message is the one line to show; anything else is a bug."""
     if isinstance(exc, DiligenceError):
         return True
-    from pipelines.company_connections.errors import SourceError
+    from pipelines.company_connections.errors import SourceError  # start-up: loads dlt
 
     return isinstance(exc, SourceError)
 
@@ -152,7 +152,7 @@ def transient_of(exc: BaseException) -> bool | None:
     """
     if isinstance(exc, DiligenceError):
         return exc.transient
-    from pipelines.company_connections import errors as client_errors
+    from pipelines.company_connections import errors as client_errors  # start-up: loads dlt
 
     if isinstance(exc, client_errors.RequestFailedError):
         return True

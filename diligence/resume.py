@@ -22,6 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pipelines.company_connections import JournalBook, JournalIdentity, journal_summaries
+
 from .warehouse import Warehouse
 
 __all__ = ["ResumePlan", "journal_dir", "plan_resume", "resumable_journals"]
@@ -56,8 +58,6 @@ def plan_resume(owner: Warehouse, settings: Any, *, sync_id: str, started_at: da
                 resources: tuple[str, ...] | None, restart: bool = False) -> ResumePlan:
     """The journals of a new sync of `owner` with `settings` (resolved source settings),
     and the namespaces an interrupted sync of the same kind had committed."""
-    from pipelines.company_connections import JournalBook, JournalIdentity
-
     if settings.resume_within <= 0:  # resuming is off: nothing is journaled
         return ResumePlan(None, {})
     identity = JournalIdentity.of(settings.base_url, settings.email, resources)
@@ -90,7 +90,5 @@ class ResumableJournal:
 
 def resumable_journals(owner: Warehouse) -> list[ResumableJournal]:
     """The journals under `owner`'s pipeline files, oldest first."""
-    from pipelines.company_connections import journal_summaries
-
     found = [ResumableJournal(s.namespace, s.kept, s.since) for s in journal_summaries(journal_dir(owner))]
     return sorted(found, key=lambda j: (j.since is None, j.since or datetime.min, j.namespace))

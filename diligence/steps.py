@@ -22,21 +22,25 @@ recorded for ``diligence status`` (:mod:`diligence.attempts`) before its error g
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .attempts import record_failed_attempt
 from .config import csv_raw as configured_csv_raw
 from .config import expiring_within_days as configured_expiry
+from .errors import SyncError
 from .warehouse import DEFAULT_WAREHOUSE, Warehouse
 
 if TYPE_CHECKING:
     from .analytics import AnalyticsResult
     from .documents import DownloadSummary
-    from .export import ExportedFile
-    from .report import ReportResult
+    from .report.export import ExportedFile
+    from .report.page import ReportResult
     from .sync import NamespaceOutcome, SyncResult
 
 __all__ = ["PipelineResult", "run_pipeline", "sync_step", "analytics_step", "export_step", "report_step"]
@@ -78,9 +82,7 @@ def sync_step(
     A sync that cannot run at all (credentials, user-info, service, settings) is
     recorded as a failed attempt for ``diligence status``, then raised.
     """
-    from .attempts import record_failed_attempt
-    from .errors import SyncError
-    from .sync import run_sync
+    from .sync import run_sync  # start-up: dlt loads for a sync, not for `diligence export`
 
     try:
         return run_sync(
@@ -110,7 +112,7 @@ def analytics_step(
     wait_seconds: float = 0.0,
 ) -> AnalyticsResult:
     """Build the models, run the checks, publish the analysts' copy if they pass."""
-    from .analytics import rebuild_analytics
+    from .analytics import rebuild_analytics  # start-up: dbt loads for a model build only
 
     return rebuild_analytics(
         warehouse,
@@ -125,7 +127,7 @@ def export_step(
 ) -> list[ExportedFile]:
     """Write every report in every format (each once) into `out_dir`; CSV text cells
     keep the formula guard unless `csv_raw` (or `export.csv_raw` in config) says not to."""
-    from .export import export_reports
+    from .report.export import export_reports  # start-up: DuckDB loads when a step runs
 
     exported: list[ExportedFile] = []
     with warehouse.session(read_only=not warehouse.locked, memory_limit=None) as con:
@@ -137,10 +139,20 @@ def export_step(
 
 
 def report_step(warehouse: Warehouse, out_file: Path) -> ReportResult:
-    """Write the HTML report of the warehouse to `out_file`."""
-    from .report import write_report
+    """Write the HTML report of the warehouse to `out_file`; raises
+    :class:`~diligence.report.page.ReportError` when there is no warehouse or no models yet."""
+    # start-up: DuckDB, altair and jinja2 load when a report is written, not with the CLI
+    import duckdb
 
-    with warehouse.session(read_only=not warehouse.locked, memory_limit=None) as con:
+    from .report.page import ReportError, write_report
+
+    if warehouse.path is not None and not warehouse.path.exists():
+        raise ReportError(f"no warehouse at {warehouse.path}; run `diligence sync` first")
+    with contextlib.ExitStack() as stack:
+        try:
+            con = stack.enter_context(warehouse.session(read_only=not warehouse.locked, memory_limit=None))
+        except duckdb.Error as exc:
+            raise ReportError(f"cannot open {warehouse.display()}: {str(exc).splitlines()[0]}") from None
         return write_report(warehouse.display(), out_file, con=con)
 
 
@@ -151,8 +163,6 @@ _WAIT_NOTICED = 0.5
 
 def _waited(asked: float, wait_seconds: float) -> float:
     """Seconds spent getting hold of the warehouse, when that was a wait (else 0)."""
-    import time
-
     waited = time.monotonic() - asked
     return round(waited, 1) if wait_seconds > 0 and waited >= _WAIT_NOTICED else 0.0
 
@@ -188,8 +198,6 @@ def run_pipeline(
     `resources` limits the sync's load to those data resources. `restart` discards
     what an interrupted sync left to resume (see :mod:`diligence.resume`).
     """
-    import time
-
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     if download_to is not None and owner.path is None:  # before anything is fetched
         raise ValueError("--download-documents needs a DuckDB file warehouse, not a lake")
@@ -214,9 +222,9 @@ def run_pipeline(
             if result.nothing_loaded:
                 return result
         if download_to is not None:
-            from .documents import download_documents
+            from .documents import download_documents  # start-up: dlt and the client load on demand
 
-            result.downloads = download_documents(owner.path, download_to, base_url=base_url)
+            result.downloads = download_documents(owner, download_to, base_url=base_url)
         if models:
             result.analytics = analytics_step(
                 owner, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait_seconds

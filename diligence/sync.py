@@ -36,7 +36,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import dlt
+from dlt.common.configuration.exceptions import ConfigFieldMissingException
+from dlt.load.configuration import LoaderConfiguration
+
+from pipelines.company_connections import (
+    NamespaceSnapshot,
+    company_connections,
+    resolve_settings,
+    selected_rows,
+    stream_namespaces,
+)
+
 from .errors import SyncError, raised_on_purpose
+from .memory import bound_process_memory
 from .resume import plan_resume
 from .warehouse import (
     DEFAULT_WAREHOUSE,
@@ -45,6 +58,7 @@ from .warehouse import (
     SYNC_KEEP_WAL_BYTES,
     Warehouse,
 )
+from .warehouse.lake import load_retrying
 
 log = logging.getLogger("diligence.sync")
 
@@ -127,8 +141,6 @@ def _unwrap(exc: BaseException) -> BaseException:
 
 
 def _describe(exc: BaseException) -> str:
-    from dlt.common.configuration.exceptions import ConfigFieldMissingException
-
     cause = _unwrap(exc)
     missing = next(
         (e for e in (exc, cause) if isinstance(e, ConfigFieldMissingException)), None
@@ -153,8 +165,6 @@ def synced_namespaces(warehouse: Path) -> list[str]:
 def _outcome(
     result: Any, loaded_at: datetime | None, load_seconds: float, resources: tuple[str, ...] | None = None
 ) -> NamespaceOutcome:
-    from pipelines.company_connections import NamespaceSnapshot, selected_rows
-
     duration = ((result.finished_at or result.started_at) - result.started_at).total_seconds()
     if isinstance(result, NamespaceSnapshot):
         return NamespaceOutcome(
@@ -224,9 +234,6 @@ def _loading(owner: Warehouse) -> contextlib.AbstractContextManager[Any]:
 def _load_jobs_one_at_a_time() -> Iterator[None]:
     """dlt's load jobs run one after another instead of side by side (``load.workers``
     is 1 for the duration), so that their DuckDB memory is not needed all at once."""
-    import dlt
-    from dlt.load.configuration import LoaderConfiguration
-
     previous = dlt.config.get("load.workers")
     dlt.config["load.workers"] = 1
     try:
@@ -263,8 +270,6 @@ def _load(
         jobs = contextlib.nullcontext() if side_by_side else _load_jobs_one_at_a_time()
         with jobs:
             return pipeline.run(data, loader_file_format="parquet")
-    from .lake import load_retrying
-
     return load_retrying(pipeline, data, loader_file_format="parquet")
 
 
@@ -300,14 +305,6 @@ def run_sync(
     Raises :class:`SyncError` when the sync cannot run (credentials refused, service
     unreachable, bad configuration, a load that failed).
     """
-    from pipelines.company_connections import (
-        company_connections,
-        resolve_settings,
-        stream_namespaces,
-    )
-
-    from .memory import bound_process_memory
-
     bound_process_memory()
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     options: dict[str, Any] = dict(source_options or {})

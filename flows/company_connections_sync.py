@@ -35,9 +35,9 @@ from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
 from diligence.analytics import AnalyticsResult
-from diligence.checks import CheckResult
+from diligence.analytics.checks import CheckResult
 from diligence.config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_REPORTS_DIR, DEFAULT_WAREHOUSE
-from diligence.export import ExportedFile, Format
+from diligence.report.export import ExportedFile, Format
 from diligence.steps import analytics_step, export_step, report_step, sync_step
 from diligence.sync import NamespaceOutcome, synced_namespaces
 from diligence.warehouse import Warehouse
@@ -292,7 +292,8 @@ def publish_dbt_build(analytics: AnalyticsResult) -> UUID:
 @task(name="publish-document-expiry", cache_policy=NO_CACHE)
 def publish_document_expiry(warehouse: str, expiring_within_days: int) -> UUID:
     """Table artifact of the documents expired or expiring (from analytics.document_expiry)."""
-    rows, total = expiring_documents(Path(warehouse))
+    with Warehouse(Path(warehouse)).session(read_only=True, memory_limit=None) as con:
+        rows, total = expiring_documents(con)
     shown = f"the {len(rows)} most urgent of " if len(rows) < total else ""
     return create_table_artifact(
         table=rows,

@@ -11,7 +11,7 @@
       models, checks, exports, HTML report, summary: once (the single writer of analytics)
 
 Each namespace's run writes the lake through its own dlt pipeline (own name, pipelines
-dir and staging dataset, see :mod:`diligence.lake`), so runs on many workers at once
+dir and staging dataset, see :mod:`diligence.warehouse.lake`), so runs on many workers at once
 lose and duplicate nothing; transient DuckLake commit conflicts are retried. For the
 DuckDB file warehouse (one writer), the single-process flow
 :mod:`flows.company_connections_sync` stays the default deployment.
@@ -20,11 +20,11 @@ DuckDB file warehouse (one writer), the single-process flow
 from __future__ import annotations
 
 import time
-from datetime import date
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, task
+from prefect import flow, get_client, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.deployments import run_deployment
 
@@ -110,8 +110,6 @@ def fan_out(
     namespaces: list[str], parameters: dict[str, Any], deployment: str
 ) -> dict[str, Any]:
     """Start one run of `deployment` per namespace, wait for all; their final states."""
-    from prefect import get_client
-
     runs = {
         ns: run_deployment(
             deployment,
@@ -192,8 +190,6 @@ def company_connections_fanout(
         namespace_deployment: ``flow/deployment`` run once per namespace.
         restart: the namespace runs discard what interrupted runs left to resume.
     """
-    from datetime import datetime, timezone
-
     logger = get_run_logger()
     check_export_formats(export_formats)
     started = datetime.now(timezone.utc)

@@ -1,6 +1,6 @@
 """The run's notification: what is new since the previous run, through a Prefect block.
 
-After the models are built, :func:`notify_changes` asks :mod:`diligence.alerts` for the
+After the models are built, :func:`notify_changes` asks :mod:`diligence.analytics.alerts` for the
 documents that newly expired or entered the expiring window and the namespaces that
 failed, and sends them through the Prefect notification block named in config::
 
@@ -18,14 +18,16 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from prefect import get_run_logger, task
+from prefect import get_client, get_run_logger, task
 from prefect.blocks.core import Block
 from prefect.blocks.notifications import NotificationBlock
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 
-from diligence.alerts import RunAlerts, run_alerts
+from diligence.analytics.alerts import RunAlerts, run_alerts
 from diligence.config import notification_block
 from diligence.sync import NamespaceOutcome
+from diligence.warehouse import Warehouse
 
 from .service import mask
 
@@ -47,9 +49,6 @@ def load_notification_block(name: str) -> NotificationBlock:
 
 def _flow_run_started_at() -> datetime:
     """When the current flow run started, from the Prefect API."""
-    from prefect import get_client
-    from prefect.runtime import flow_run
-
     with get_client(sync_client=True) as client:
         run = client.read_flow_run(flow_run.get_id())
     started = run.start_time or run.expected_start_time
@@ -73,16 +72,17 @@ def notify_changes(
     if name is None:
         logger.info("no notification block configured ([notifications] block): nothing sent")
         return None
-    alerts = run_alerts(
-        Path(warehouse),
-        run_started_at=run_started_at or _flow_run_started_at(),
-        expiring_within_days=expiring_within_days,
-        failed_namespaces=[
-            (o.namespace_company_id, mask(o.error or "failed"))
-            for o in outcomes
-            if o.status != "success"
-        ],
-    )
+    with Warehouse(Path(warehouse)).session(read_only=True, memory_limit=None) as con:
+        alerts = run_alerts(
+            con,
+            run_started_at=run_started_at or _flow_run_started_at(),
+            expiring_within_days=expiring_within_days,
+            failed_namespaces=[
+                (o.namespace_company_id, mask(o.error or "failed"))
+                for o in outcomes
+                if o.status != "success"
+            ],
+        )
     if alerts.empty:
         logger.info("nothing new since the previous run: no notification sent")
         return None

@@ -13,8 +13,8 @@ from typing import Any
 
 import duckdb
 
-from diligence.checks import CheckResult
-from diligence.export import ExportedFile
+from diligence.analytics.checks import CheckResult
+from diligence.report.export import ExportedFile
 from diligence.safe_text import markdown_text, terminal_text
 from diligence.sync import NamespaceOutcome
 
@@ -134,13 +134,13 @@ def _jsonable(value: Any) -> Any:
 
 
 def expiring_documents(
-    warehouse: Path, limit: int = MAX_DOCUMENT_ROWS
+    con: duckdb.DuckDBPyConnection, limit: int = MAX_DOCUMENT_ROWS
 ) -> tuple[list[dict[str, Any]], int]:
-    """Documents expired or expiring, most urgent first: (up to `limit` rows, total count)."""
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        con.execute("set TimeZone = 'UTC'")
-        total = con.execute(f"select count(*) from ({EXPIRING_DOCUMENTS_SQL})").fetchone()[0]
-        cursor = con.execute(f"{EXPIRING_DOCUMENTS_SQL} limit {int(limit)}")
-        columns = [d[0] for d in cursor.description]
-        rows = [dict(zip(columns, map(_jsonable, row), strict=True)) for row in cursor.fetchall()]
+    """Documents expired or expiring, most urgent first: (up to `limit` rows, total count),
+    read through `con`, a session of the warehouse."""
+    con.execute("set TimeZone = 'UTC'")
+    total = con.execute(f"select count(*) from ({EXPIRING_DOCUMENTS_SQL})").fetchone()[0]
+    cursor = con.execute(f"{EXPIRING_DOCUMENTS_SQL} limit {int(limit)}")
+    columns = [d[0] for d in cursor.description]
+    rows = [dict(zip(columns, map(_jsonable, row), strict=True)) for row in cursor.fetchall()]
     return rows, int(total)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from prefect.client.schemas.objects import State, TaskRun
+from prefect.runtime import flow_run, task_run
 
 from diligence.errors import error_chain, is_transient
 
@@ -38,7 +39,5 @@ def first_attempt() -> bool:
     A retry goes on from what the failed attempt fetched (its journals), so a run's
     `restart` parameter applies to its first attempt only.
     """
-    from prefect.runtime import flow_run, task_run
-
     count = task_run.run_count if task_run.id else flow_run.run_count
     return int(count or 0) <= 1

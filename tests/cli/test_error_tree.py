@@ -12,7 +12,7 @@ import typer
 
 from diligence.cli import EXIT_FAILED, EXIT_USAGE, CommandError, handle_errors
 from diligence.errors import DiligenceError, SyncError, raised_on_purpose
-from diligence.export import ExportError
+from diligence.report.export import ExportError
 from pipelines.company_connections import errors as client_errors
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from diligence.models import build_models
+from diligence.analytics.models import build_models
 
 from ..models.rawdb import AS_OF, connection, create_raw, insert
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from diligence.sync import NamespaceOutcome
+from diligence.warehouse import Warehouse
 from flows.report import expiring_documents, summary_markdown
 from sandbox.hostile import HOSTILE_TEXTS, OVERSIZE_FILE_BYTES
 from sandbox.server import DEFAULT_EMAIL, SandboxServer
@@ -90,7 +91,8 @@ def test_the_html_report_shows_injected_html_as_text(hostile_run) -> None:  # ty
 
 def test_artifacts_show_upstream_text_escaped(hostile_run) -> None:  # type: ignore[no-untyped-def]
     work = hostile_run["work"]
-    rows, total = expiring_documents(work / "w.duckdb")
+    with Warehouse(work / "w.duckdb").session(read_only=True, memory_limit=None) as con:
+        rows, total = expiring_documents(con)
     assert total > 0
     shown = " ".join(str(v) for row in rows for v in row.values())
     assert not _CONTROLS.search(shown)

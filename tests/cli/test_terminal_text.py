@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from diligence.status import render_status
+from diligence.cli.status import render_status
 
 HOSTILE = "\x1b]8;;http://evil.test\x1b\\click\x1b]8;;\x1b\\ [link=http://evil.test]x[/link]\x1b[2J"
 
@@ -32,7 +32,7 @@ def _console() -> tuple[Console, io.StringIO]:
 
 
 def test_check_lines_show_upstream_namespaces_escaped() -> None:
-    from diligence.check import CheckReport, NamespaceRights, report_lines
+    from diligence.cli.check import CheckReport, NamespaceRights, report_lines
 
     report = CheckReport(base_url="http://127.0.0.1:1", auth="password login", available=[HOSTILE])
     report.namespaces = [NamespaceRights(namespace_company_id=HOSTILE, connections=1)]
@@ -44,7 +44,7 @@ def test_check_lines_show_upstream_namespaces_escaped() -> None:
 def test_progress_bar_and_log_lines_escape_upstream_text(caplog) -> None:  # type: ignore[no-untyped-def]
     import logging
 
-    from diligence.progress import SyncProgress
+    from diligence.cli.progress import SyncProgress
 
     console, buffer = _console()
     with SyncProgress(console=console, interval=0.0) as progress:
@@ -59,7 +59,7 @@ def test_progress_bar_and_log_lines_escape_upstream_text(caplog) -> None:  # typ
 
 
 def test_live_progress_bar_shows_markup_and_escapes_as_text() -> None:
-    from diligence.progress import SyncProgress
+    from diligence.cli.progress import SyncProgress
 
     console, buffer = _console()
     progress = SyncProgress(console=console, interval=0.0)
@@ -89,7 +89,7 @@ def test_log_lines_escape_control_characters(capsys) -> None:  # type: ignore[no
 
 
 def test_alert_lines_escape_upstream_names() -> None:
-    from diligence.alerts import DocumentAlert, RunAlerts
+    from diligence.analytics.alerts import DocumentAlert, RunAlerts
 
     alert = DocumentAlert("ns", "c", HOSTILE, "d", "\x1b[31mdoc", "\x07cat", "expired", "2026-01-01", -1)
     alerts = RunAlerts(previous_run_at=None, expiring_within_days=30, newly_expired=[alert],
@@ -118,7 +118,7 @@ def test_sync_summary_lines_escape_upstream_namespaces(monkeypatch) -> None:  # 
 def test_json_summary_carries_no_raw_control_character(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import json
 
-    from diligence.summary import write_summary
+    from diligence.cli.summary import write_summary
 
     path = write_summary({"namespaces": [{"namespace_company_id": HOSTILE, "error": HOSTILE}]},
                          tmp_path / "summary.json")

@@ -44,7 +44,7 @@ def test_expiring_documents_table_shows_controls_escaped(tmp_path) -> None:  # t
             "-3 as days_until_expiry, 'expired' as expiry_status",
             [HOSTILE, "\x1b[31mred\x1b[0m"],
         )
-    rows, total = expiring_documents(warehouse)
+        rows, total = expiring_documents(con)
     assert total == 1
     assert "\x1b" not in rows[0]["company_name"] + rows[0]["document_name"]
     assert rows[0]["document_name"] == "\\x1b[31mred\\x1b[0m"

@@ -13,11 +13,11 @@ from prefect.logging import disable_run_logger
 from prefect.states import Completed, Failed
 
 import flows.service
-from diligence.checks import CheckResult
+from diligence.analytics.checks import CheckResult
 from diligence.errors import DiligenceError
-from diligence.export import ExportedFile
+from diligence.report.export import ExportedFile
 from diligence.sync import NamespaceOutcome, SyncError, run_sync
-from diligence.warehouse import WarehouseBusyError
+from diligence.warehouse import Warehouse, WarehouseBusyError
 from flows.company_connections_sync import (
     check_export_formats,
     export_dated_reports,
@@ -278,7 +278,8 @@ def test_task_functions_build_check_and_export(synced_warehouse: Path, tmp_path:
 def test_expiring_documents_table(synced_warehouse: Path) -> None:
     with disable_run_logger():
         rebuild_analytics_schema.fn(str(synced_warehouse), 30)
-    rows, total = expiring_documents(synced_warehouse, limit=5)
+    with Warehouse(synced_warehouse).session(read_only=True, memory_limit=None) as con:
+        rows, total = expiring_documents(con, limit=5)
     assert total > 5 and len(rows) == 5
     assert {row["expiry_status"] for row in rows} == {"expired"}  # most urgent first
     assert isinstance(rows[0]["expiration_date"], str)

@@ -16,8 +16,8 @@ from prefect import flow
 from prefect.blocks.system import Secret
 
 import flows.company_connections_sync as flow_module
-from diligence.checks import check_names
-from diligence.export import REPORTS
+from diligence.analytics.checks import check_names
+from diligence.report.export import REPORTS
 from diligence.sync import run_sync
 from flows.company_connections_sync import (
     DBT_BUILD_ARTIFACT_KEY,

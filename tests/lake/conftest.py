@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from diligence.location import WarehouseLocation, parse_location
+from diligence.warehouse.location import WarehouseLocation, parse_location
 
 from .postgres import PostgresCluster, PostgresUnavailable, new_cluster
 

@@ -1,5 +1,5 @@
 """One namespace's dlt run into a lake, as a worker process would do it: the pipeline
-comes from `diligence.lake.lake_pipeline_parts`. Importable by spawned processes."""
+comes from `diligence.warehouse.lake.lake_pipeline_parts`. Importable by spawned processes."""
 
 from __future__ import annotations
 
@@ -36,8 +36,8 @@ def load_namespace(
     number of rows dlt reports loaded. With `through_connection`, dlt loads through a
     connection of this process with the lake attached (as a sync step does), else
     through dlt's ducklake destination."""
-    from diligence import lake
-    from diligence.location import parse_location
+    from diligence.warehouse import lake
+    from diligence.warehouse.location import parse_location
 
     location = parse_location(uri, data_path)
     if not through_connection:
@@ -52,7 +52,7 @@ def load_namespace(
 def _load(location: Any, namespace: str, pipelines_root: str, changed: int, con: Any) -> int:
     import dlt
 
-    from diligence import lake
+    from diligence.warehouse import lake
 
     parts = lake.lake_pipeline_parts(
         location, namespace, pipelines_root=Path(pipelines_root), connection=con

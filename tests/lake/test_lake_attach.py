@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from diligence import lake
-from diligence.location import WarehouseLocation, parse_conninfo
-from diligence.warehouse import Warehouse
+from diligence.warehouse import Warehouse, lake
+from diligence.warehouse.location import WarehouseLocation, parse_conninfo
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 from .postgres import PostgresCluster

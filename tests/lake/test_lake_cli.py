@@ -14,9 +14,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence import lake
 from diligence.analytics import rebuild_analytics
-from diligence.location import WarehouseLocation
+from diligence.warehouse import lake
+from diligence.warehouse.location import WarehouseLocation
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import sync
 from tests.processes import free_port

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from diligence import lake
-from diligence.location import WarehouseLocation
+from diligence.warehouse import lake
+from diligence.warehouse.location import WarehouseLocation
 
 from .dlt_load import ROWS_PER_NAMESPACE, company_rows, load_namespace
 

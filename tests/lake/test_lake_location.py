@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from diligence import lake
-from diligence.location import WarehouseLocationError, parse_location, redact
+from diligence.warehouse import lake
+from diligence.warehouse.location import WarehouseLocationError, parse_location, redact
 from tests.processes import free_port
 
 from .postgres import PostgresCluster

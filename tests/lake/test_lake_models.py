@@ -9,11 +9,11 @@ from pathlib import Path
 
 import duckdb
 
-from diligence import lake
-from diligence.checks import failed_checks, run_checks
-from diligence.export import export_reports
-from diligence.location import WarehouseLocation
-from diligence.models import ANALYTICS_SCHEMA, build_models
+from diligence.analytics.checks import failed_checks, run_checks
+from diligence.analytics.models import ANALYTICS_SCHEMA, build_models
+from diligence.report.export import export_reports
+from diligence.warehouse import Warehouse, lake
+from diligence.warehouse.location import WarehouseLocation
 
 from ..models.rawdb import SYNCED_AT
 from ..models.synthetic import PROFILES, generate_raw
@@ -122,7 +122,8 @@ def test_models_and_checks_on_a_lake_equal_a_file_build(
         lake_files = export_reports(con, tmp_path / "lake-csv", "csv")
     finally:
         con.close()
-    file_files = export_reports(file_warehouse, tmp_path / "file-csv", "csv")
+    with Warehouse(file_warehouse).session(read_only=True, memory_limit=None) as con:
+        file_files = export_reports(con, tmp_path / "file-csv", "csv")
     assert [(f.report, f.rows) for f in lake_files] == [(f.report, f.rows) for f in file_files]
     assert sum(f.rows for f in lake_files) > 1000
     for lake_file, file_file in zip(lake_files, file_files, strict=True):

@@ -14,9 +14,9 @@ import pytest
 from prefect.client.orchestration import SyncPrefectClient
 from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
 
-from diligence import lake
 from diligence.analytics import rebuild_analytics
-from diligence.location import WarehouseLocation
+from diligence.warehouse import lake
+from diligence.warehouse.location import WarehouseLocation
 from flows.fanout import FANOUT_FLOW_NAME, NAMESPACE_FLOW_NAME
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import sync

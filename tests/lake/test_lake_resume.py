@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from diligence import lake
-from diligence.location import WarehouseLocation
+from diligence.warehouse import lake
+from diligence.warehouse.location import WarehouseLocation
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import sync
 from tests.processes import kill_when

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from diligence import lake
+from diligence.warehouse import lake
 
 CONFLICT = (
     "Failed to commit DuckLake transaction. Transaction conflict - attempting to create "

@@ -18,7 +18,7 @@ import duckdb
 import pytest
 
 from diligence.analytics import rebuild_analytics
-from diligence.migrate import (
+from diligence.warehouse.migrate import (
     BACKUP_SUFFIX,
     READABLE_VERSIONS,
     WarehouseFormatError,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from diligence.models import ModelsResult, build_models
+from diligence.analytics.models import ModelsResult, build_models
 
 from .rawdb import SYNCED_AT, create_raw
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from diligence.models import build_models
+from diligence.analytics.models import build_models
 
 from .helpers import by, rows
 from .rawdb import (

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.models import ModelError, build_models
+from diligence.analytics.models import ModelError, build_models
 
 from .helpers import by, rows, scalar
 from .rawdb import (

@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.checks import (
+from diligence.analytics.checks import (
     CheckResult,
     ChecksFailed,
     check_names,

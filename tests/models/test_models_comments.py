@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from diligence.dbt import PROJECT_DIR
-from diligence.models import build_models, copy_comments
+from diligence.analytics.dbt import PROJECT_DIR
+from diligence.analytics.models import build_models, copy_comments
 
 from .helpers import rows
 from .rawdb import AS_OF, connection, create_raw, field, form, insert, questionnaire

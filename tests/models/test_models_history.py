@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from diligence.models import build_models
+from diligence.analytics.models import build_models
 
 from .helpers import by, rows
 from .rawdb import AS_OF, SYNCED_AT, connection, create_raw, field, form, insert, questionnaire

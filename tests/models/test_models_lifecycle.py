@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from diligence.checks import run_checks
-from diligence.models import build_models
-from diligence.publish import publish_analytics
+from diligence.analytics.checks import run_checks
+from diligence.analytics.models import build_models
+from diligence.analytics.publish import publish_analytics
+from diligence.warehouse import Warehouse
 
 from .helpers import rows
 from .rawdb import (
@@ -356,7 +357,8 @@ def test_freshness_after_several_syncs(warehouse: Path) -> None:
 def test_published_copy_carries_freshness(warehouse: Path, tmp_path: Path) -> None:
     own = tmp_path / "warehouse.duckdb"
     shutil.copyfile(warehouse, own)
-    published = publish_analytics(own)
+    with Warehouse(own).session(memory_limit=None) as con:
+        published = publish_analytics(own, con)
     freshness = rows(
         published,
         "select namespace_company_id, last_status, last_success_at from analytics.freshness "

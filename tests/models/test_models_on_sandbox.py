@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diligence.checks import run_checks
-from diligence.models import build_models
+from diligence.analytics.checks import run_checks
+from diligence.analytics.models import build_models
 from sandbox.server import SandboxServer
 from tests.helpers import query, sync
 

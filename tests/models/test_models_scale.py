@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 
-from diligence.checks import run_checks
-from diligence.models import build_models
+from diligence.analytics.checks import run_checks
+from diligence.analytics.models import build_models
 
 from .helpers import scalar
 from .rawdb import AS_OF

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from diligence.config import file_mode
-from diligence.filemodes import modes
+from diligence.warehouse.filemodes import modes
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,8 @@ import duckdb
 import pytest
 
 from diligence.analytics import rebuild_analytics
-from diligence.report import write_report
+from diligence.steps import report_step
+from diligence.warehouse import Warehouse
 from sandbox.server import SandboxServer
 from tests.helpers import sync
 
@@ -62,5 +63,5 @@ def synced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synced]:
         world.remove_connection(ns, removed)
         assert not sync(server, warehouse).failed
         assert not rebuild_analytics(warehouse).failed_checks
-    report = write_report(warehouse, folder / "report.html").path
+    report = report_step(Warehouse(warehouse), folder / "report.html").path
     yield Synced(warehouse, report, (company, type_id, field_id), changed, deleted, (ns, removed))

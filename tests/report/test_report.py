@@ -10,11 +10,19 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.report import render_html, write_report
-from diligence.report_data import ReportError, collect
+from diligence.report.data import ReportData, ReportError, collect
+from diligence.report.page import render_html
+from diligence.steps import report_step
+from diligence.warehouse import Warehouse
 from tests.helpers import query
 
 from .conftest import Synced
+
+
+def collect_of(warehouse: Path) -> ReportData:
+    """What the report of `warehouse` shows, read through a session as the report step does."""
+    with Warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
+        return collect(warehouse, con=con)
 
 
 def _json_block(html: str, block_id: str) -> object:
@@ -24,7 +32,7 @@ def _json_block(html: str, block_id: str) -> object:
 
 
 def test_headline_is_the_warehouse_totals(synced: Synced) -> None:
-    data = collect(synced.warehouse)
+    data = collect_of(synced.warehouse)
     (expected,) = query(
         synced.warehouse,
         """
@@ -64,7 +72,7 @@ def test_headline_is_the_warehouse_totals(synced: Synced) -> None:
 
 
 def test_changes_since_the_previous_sync(synced: Synced) -> None:
-    changes = collect(synced.warehouse).changes
+    changes = collect_of(synced.warehouse).changes
     assert changes["available"] and all(n["previous"] for n in changes["namespaces"])
 
     answers = changes["answers"]
@@ -112,7 +120,7 @@ def test_first_sync_reports_no_changes(sandbox, warehouse: Path) -> None:  # typ
 
     assert not sync(sandbox, warehouse).failed
     rebuild_analytics(warehouse)
-    data = collect(warehouse)
+    data = collect_of(warehouse)
     assert data.changes["namespaces"] and not any(n["previous"] for n in data.changes["namespaces"])
     assert data.changes["answers"].rows == [] and data.changes["documents"].rows == []
     html = render_html(data)
@@ -132,7 +140,7 @@ def test_the_page_is_self_contained(synced: Synced) -> None:
     assert set(specs) == {"timeline", "completeness", "least-complete"}  # type: ignore[arg-type]
     assert all(s["$schema"].startswith("https://vega.github.io/schema/vega-lite/") for s in specs.values())  # type: ignore[union-attr]
     tables = _json_block(html, "report-tables")
-    data = collect(synced.warehouse)
+    data = collect_of(synced.warehouse)
     assert tables["expiring"]["rows"] == data.expiring_documents.rows  # type: ignore[index]
     for key, label in (("expired", "documents expired"), ("sync_issues", "open sync issues")):
         assert re.search(
@@ -142,7 +150,7 @@ def test_the_page_is_self_contained(synced: Synced) -> None:
 
 
 def test_text_from_the_service_cannot_inject_markup(synced: Synced, tmp_path: Path) -> None:
-    data = collect(synced.warehouse)
+    data = collect_of(synced.warehouse)
     data.expiring_documents.rows[0][4] = "</script><script>alert(1)</script>"
     data.namespace_names = {k: "<b>x</b>" for k in data.namespace_names}
     html = render_html(data)
@@ -154,9 +162,9 @@ def test_text_from_the_service_cannot_inject_markup(synced: Synced, tmp_path: Pa
 
 def test_missing_warehouse_or_models_is_a_report_error(tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="no warehouse at"):
-        write_report(tmp_path / "none.duckdb", tmp_path / "r.html")
+        report_step(Warehouse(tmp_path / "none.duckdb"), tmp_path / "r.html")
     empty = tmp_path / "empty.duckdb"
     duckdb.connect(str(empty)).close()
     with pytest.raises(ReportError, match="no analytics schema; run `diligence models` first"):
-        write_report(empty, tmp_path / "r.html")
+        report_step(Warehouse(empty), tmp_path / "r.html")
     assert not (tmp_path / "r.html").exists()

@@ -122,13 +122,14 @@ def test_tables_were_built_by_the_script(synced: Synced, rendered: tuple[str, El
 
 def test_an_empty_warehouse_still_draws(tmp_path: Path) -> None:
     """Models built over an empty raw layer: zero everywhere, charts and tables still draw."""
-    from diligence.models import build_models
-    from diligence.report import write_report
+    from diligence.analytics.models import build_models
+    from diligence.steps import report_step
+    from diligence.warehouse import Warehouse
     from tests.models.rawdb import create_raw
 
     warehouse = create_raw(tmp_path / "empty.duckdb")
     build_models(warehouse)
-    dom, _ = dump_dom(write_report(warehouse, tmp_path / "r.html").path)
+    dom, _ = dump_dom(report_step(Warehouse(warehouse), tmp_path / "r.html").path)
     page = Elements()
     page.feed(dom)
     assert page.body.get("data-charts-drawn") == "3"

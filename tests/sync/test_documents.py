@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from diligence.documents import download_documents
+from diligence.warehouse import Warehouse
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import query, sync
 
@@ -22,7 +23,7 @@ def test_documents_are_downloaded_once_and_again_when_changed(
     sync(sandbox, warehouse)
     (current,) = query(warehouse, "select count(*) from raw.documents where _dlt_valid_to is null")[0]
 
-    first = download_documents(warehouse, folder, base_url=sandbox.base_url)
+    first = download_documents(Warehouse(warehouse), folder, base_url=sandbox.base_url)
     assert (first.downloaded, first.unchanged, first.failed) == (current, 0, 0)
     rows = query(warehouse, "select path, size_bytes, sha256 from raw.document_files")
     assert len(rows) == current
@@ -30,7 +31,7 @@ def test_documents_are_downloaded_once_and_again_when_changed(
         data = Path(path).read_bytes()
         assert len(data) == size and hashlib.sha256(data).hexdigest() == digest
 
-    again = download_documents(warehouse, folder, base_url=sandbox.base_url)
+    again = download_documents(Warehouse(warehouse), folder, base_url=sandbox.base_url)
     assert (again.downloaded, again.unchanged) == (0, current)
     downloads = httpx.get(f"{sandbox.base_url}/_sandbox/stats").json()["files"]
 
@@ -42,7 +43,7 @@ def test_documents_are_downloaded_once_and_again_when_changed(
     )[0][0]
     sandbox.world.update_document(document_id, set_fields={"expirationDate": "2031-01-01T00:00:00"})
     sync(sandbox, warehouse)
-    changed = download_documents(warehouse, folder, base_url=sandbox.base_url)
+    changed = download_documents(Warehouse(warehouse), folder, base_url=sandbox.base_url)
     assert changed.downloaded >= 1 and changed.unchanged == current - changed.downloaded
     assert httpx.get(f"{sandbox.base_url}/_sandbox/stats").json()["files"] != downloads
 
@@ -61,7 +62,7 @@ def test_a_symlinked_folder_in_the_download_folder_is_never_written_through(
     from diligence.documents import _safe
 
     (folder / _safe(namespaces[0], "ns")).symlink_to(outside, target_is_directory=True)
-    summary = download_documents(warehouse, folder, base_url=sandbox.base_url)
+    summary = download_documents(Warehouse(warehouse), folder, base_url=sandbox.base_url)
     assert summary.failed >= 1
     assert list(outside.iterdir()) == []
 
@@ -74,11 +75,11 @@ def test_a_warehouse_deleted_beside_its_pipeline_folder_starts_afresh(
     monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__EMAIL", DEFAULT_EMAIL)
     monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__PASSWORD", DEFAULT_PASSWORD)
     sync(sandbox, warehouse)
-    assert download_documents(warehouse, tmp_path / "first", base_url=sandbox.base_url).failed == 0
+    assert download_documents(Warehouse(warehouse), tmp_path / "first", base_url=sandbox.base_url).failed == 0
     warehouse.unlink()
     warehouse.with_name(warehouse.name + ".wal").unlink(missing_ok=True)
     assert not sync(sandbox, warehouse).failed
-    again = download_documents(warehouse, tmp_path / "again", base_url=sandbox.base_url)
+    again = download_documents(Warehouse(warehouse), tmp_path / "again", base_url=sandbox.base_url)
     (current,) = query(warehouse, "select count(*) from raw.documents where _dlt_valid_to is null")[0]
     assert (again.downloaded, again.failed) == (current, 0)
     assert query(warehouse, "select count(*) from raw.document_files")[0][0] == current

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from diligence.checks import run_checks
-from diligence.export import export_reports
-from diligence.models import build_models
+from diligence.analytics.checks import run_checks
+from diligence.analytics.models import build_models
+from diligence.report.export import export_reports
 from diligence.warehouse import MODELS_THREADS, Warehouse
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, query, sync
@@ -54,7 +54,9 @@ def test_flattened_answers_match_ground_truth_with_drift(warehouse: Path, tmp_pa
     assert all(c.passed for c in run_checks(warehouse)), [c for c in run_checks(warehouse) if not c.passed]
 
     for fmt in ("csv", "parquet"):
-        for exported in export_reports(warehouse, tmp_path / fmt, fmt):  # type: ignore[arg-type]
+        with Warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
+            files = export_reports(con, tmp_path / fmt, fmt)  # type: ignore[arg-type]
+        for exported in files:
             (rows,) = query(warehouse, f"select count(*) from analytics.{exported.report}")[0]
             assert exported.rows == rows
 

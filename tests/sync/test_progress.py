@@ -8,7 +8,7 @@ import logging
 import pytest
 from rich.console import Console
 
-from diligence.progress import SyncProgress
+from diligence.cli.progress import SyncProgress
 
 
 def test_a_wait_is_shown_until_a_request_completes(caplog: pytest.LogCaptureFixture) -> None:

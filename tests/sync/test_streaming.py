@@ -422,7 +422,7 @@ def test_the_destination_resolves_its_configuration_once_per_sync(
     # the fetch thread needs); the sync's destination resolves it once per naming
     from dlt.destinations import duckdb as dlt_duckdb
 
-    from diligence.destination import DUCKDB_TYPE, DuckDbDestination
+    from diligence.warehouse.destination import DUCKDB_TYPE, DuckDbDestination
 
     resolved: list[bool] = []
     real_configuration = dlt_duckdb.configuration

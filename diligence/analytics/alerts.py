@@ -24,12 +24,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 import duckdb
 
+from ..safe_text import terminal_text
 from .dbt import render_macro
-from .safe_text import terminal_text
 
 __all__ = ["DocumentAlert", "RunAlerts", "run_alerts", "previous_run_at", "MAX_LISTED"]
 
@@ -164,23 +163,23 @@ def previous_run_at(con: duckdb.DuckDBPyConnection, before: datetime) -> datetim
 
 
 def run_alerts(
-    warehouse: Path,
+    con: duckdb.DuckDBPyConnection,
     *,
     run_started_at: datetime,
     expiring_within_days: int,
     failed_namespaces: Sequence[tuple[str, str]] = (),
 ) -> RunAlerts:
-    """What is new in `warehouse` (models built by this run) since the run before
-    `run_started_at`; `failed_namespaces` are this run's failures, as (namespace, why)."""
+    """What is new in the warehouse of `con` (a step's session: the models this run
+    built) since the run before `run_started_at`; `failed_namespaces` are this run's
+    failures, as (namespace, why)."""
     status_then = render_macro("expiry_status", "expiration_date", "is_expiration_date_invalid",
                                "?::timestamptz", "?::integer")
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        con.execute("set TimeZone = 'UTC'")
-        previous = previous_run_at(con, run_started_at)
-        rows = con.execute(
-            _NEWLY.format(status_then=status_then),
-            [previous, previous, expiring_within_days, previous, previous, previous],
-        ).fetchall()
+    con.execute("set TimeZone = 'UTC'")
+    previous = previous_run_at(con, run_started_at)
+    rows = con.execute(
+        _NEWLY.format(status_then=status_then),
+        [previous, previous, expiring_within_days, previous, previous, previous],
+    ).fetchall()
     alerts = RunAlerts(
         previous_run_at=previous,
         expiring_within_days=expiring_within_days,

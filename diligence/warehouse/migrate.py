@@ -35,8 +35,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import DiligenceError
-from .warehouse import wal_of
+from ..errors import DiligenceError
+from .location import WarehouseLocation
+from .lock import writer_lock
+from .paths import wal_of
 
 __all__ = [
     "BACKUP_SUFFIX",
@@ -127,7 +129,7 @@ def require_readable(path: Path) -> None:
     version = storage_version(path)
     if version is None or version in READABLE_VERSIONS:
         return
-    import duckdb
+    import duckdb  # start-up: every command checks the file; only this error needs DuckDB
 
     raise WarehouseFormatError(
         f"{path} was written by a newer DuckDB (storage version {version}) than this "
@@ -166,8 +168,6 @@ def migrate_warehouse(
     A file this DuckDB already reads is left alone (``migrated=False``). Raises
     :class:`WarehouseFormatError` when it cannot convert; the warehouse is then unchanged.
     """
-    from .warehouse import writer_lock
-
     path = Path(path).expanduser()
     if not path.exists():
         raise WarehouseFormatError(f"no warehouse at {path}")
@@ -242,9 +242,9 @@ def _copy_with_duckdb2(
 
 
 def _row_counts(path: Path) -> dict[str, int]:
-    import duckdb
+    from .lake import connect  # start-up: lake imports DuckDB; only a migration needs it
 
-    con = duckdb.connect(str(path), read_only=True)
+    con = connect(WarehouseLocation(path=path), read_only=True)
     try:
         tables = con.execute(
             "select schema_name, table_name from duckdb_tables() "

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 from rich.console import Console
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
-from .config import EXPORT_FORMATS
-from .errors import SyncError
+from ..config import EXPORT_FORMATS
+from ..errors import SyncError
+from ..steps import run_pipeline
+from ..warehouse import Warehouse
 from .progress import SyncProgress
-from .steps import run_pipeline
 
 SUMMARY_SQL = """
 select
@@ -36,11 +36,12 @@ def run_demo(
 ) -> str:
     """Start the sandbox, sync it into `warehouse`, build models, export; return a summary."""
     console = console or Console()
+    owner = Warehouse(warehouse)
     with SandboxServer(scale=scale) as sandbox:
         console.print(f"sandbox serving {scale} data at {sandbox.base_url}", highlight=False)
         with SyncProgress(console=progress_console or Console(stderr=True)) as progress:
             done = run_pipeline(
-                warehouse,
+                owner,
                 base_url=sandbox.base_url,
                 progress=progress,
                 source_options={"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD},
@@ -56,11 +57,8 @@ def run_demo(
     models = analytics.models
     if analytics.failed_checks:
         raise SyncError("data checks failed: " + ", ".join(c.name for c in analytics.failed_checks))
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
+    with owner.session(read_only=True, memory_limit=None) as con:
         row = con.execute(SUMMARY_SQL).fetchall()[0]
-    finally:
-        con.close()
     assert row is not None
     namespaces, connections, questionnaires, answers, expired, expiring, issues = row
     seconds = result.seconds + models.seconds

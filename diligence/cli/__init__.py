@@ -8,7 +8,7 @@ nothing in ``diligence/`` imports ``flows/``. Module-level imports stay light
 
 Errors are one or a few clear lines on stderr and a non-zero exit code; pass
 ``--debug`` (before the command) for a traceback. Secrets never reach the output.
-Off a terminal nothing is wrapped or truncated (:mod:`diligence.consoles`).
+Off a terminal nothing is wrapped or truncated (:mod:`diligence.cli.consoles`).
 ``--quiet`` prints errors and one final line; ``--verbose`` logs our debug lines.
 
 The logic of each convenience lives in its own module (``check``, ``select``,
@@ -19,6 +19,7 @@ here only parse, call and print.
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -26,11 +27,21 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.markup import escape
 
+from ..config import expiring_within_days as configured_expiry
+from ..errors import DiligenceError, raised_on_purpose
+from ..logs import configure_logging, mask_secrets
+from ..memory import bound_process_memory
+from ..safe_text import console_text, terminal_text
+from ..warehouse import DEFAULT_WAREHOUSE, Warehouse, open_warehouse
+from ..warehouse.migrate import migrate_warehouse as migrate
 from .consoles import make_console
-from .errors import DiligenceError, raised_on_purpose
-from .safe_text import console_text
-from .warehouse import DEFAULT_WAREHOUSE
+from .credentials_input import read_password_stdin
+from .hints import hint_for
+from .progress import SyncProgress
+from .select import SelectError, parse_select
+from .summary import run_summary, write_summary
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -76,16 +87,14 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def _warehouse(location: str | None, data_path: str | None) -> Any:
+def _warehouse(location: str | None, data_path: str | None) -> Warehouse:
     """The Warehouse of the options/env/config; one clear line when unusable."""
-    from .config import open_warehouse
-
     return open_warehouse(location, data_path)
 
 
-def _require_data(owner: Any, *, writing: bool = False) -> None:
+def _require_data(owner: Warehouse, *, writing: bool = False) -> None:
     if writing and owner.is_lake:  # one clear line before anything is written
-        from .lake import check_location
+        from ..warehouse.lake import check_location  # start-up: the lake module loads DuckDB
 
         check_location(owner.location)
     if not owner.exists():
@@ -112,9 +121,6 @@ def _say(message: str) -> None:
 
 def _password_from_stdin(options: dict[str, Any]) -> None:
     """Read the password from stdin into `options`; mask it in every log line from now."""
-    from .credentials_input import read_password_stdin
-    from .logs import configure_logging
-
     try:
         password = read_password_stdin()
     except ValueError as exc:
@@ -126,7 +132,7 @@ def _password_from_stdin(options: dict[str, Any]) -> None:
 
 def _secrets() -> tuple[str, ...]:
     """Configured secret values, so that logs can mask them wherever they appear."""
-    from pipelines.company_connections.credentials import configured_secret
+    from pipelines.company_connections.credentials import configured_secret  # start-up: dlt
 
     values = (configured_secret(key) for key in ("password", "access_token"))
     return tuple(value for value in values if value)
@@ -137,11 +143,6 @@ def handle_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from rich.markup import escape
-
-        from .logs import configure_logging, mask_secrets
-        from .safe_text import terminal_text
-
         _state["secrets"] = _secrets()
         configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
 
@@ -163,8 +164,6 @@ def handle_errors(func: F) -> F:
         except Exception as exc:
             if _state["debug"]:
                 raise
-            from .hints import hint_for
-
             hint = hint_for(exc)
             known = hint is not None or raised_on_purpose(exc)
             text = hint or (str(exc) if known else f"{type(exc).__name__}: {exc}")
@@ -178,7 +177,7 @@ def handle_errors(func: F) -> F:
 
 def _print_version(value: bool) -> None:
     if value:
-        from importlib.metadata import version
+        from importlib.metadata import version  # only --version reads the package metadata
 
         out.print(f"diligence {version('diligence-warehouse')}", highlight=False)
         raise typer.Exit()
@@ -196,8 +195,6 @@ def main(
         "--verbose", "-v", help="Log each namespace's progress and our debug lines (never secrets).")] = False,
 ) -> None:
     """diligence-warehouse: sync, model, export, schedule."""
-    from .memory import bound_process_memory
-
     if quiet and verbose:
         err.print("[red]error:[/red] --quiet and --verbose exclude each other", highlight=False)
         raise typer.Exit(EXIT_USAGE)
@@ -207,9 +204,7 @@ def main(
 
 
 def _expiring_default() -> int:
-    from .config import expiring_within_days
-
-    return expiring_within_days()
+    return configured_expiry()
 
 
 #: an --as-of this close to now counts as now (clock skew, "now" typed by a script)
@@ -284,9 +279,7 @@ def sync(
     or a namespace that could not be read completely (it is named, and its previous
     data is kept). A sync that loaded nothing builds and publishes nothing.
     """
-    from .progress import SyncProgress
-    from .select import SelectError, parse_select
-    from .steps import run_pipeline
+    from ..steps import run_pipeline  # start-up: dlt and dbt load when a command runs
 
     owner = _warehouse(warehouse, data_path)
     try:
@@ -327,8 +320,6 @@ def sync(
     assert result.sync is not None
     _print_waited(result.waited_seconds, owner.display())
     if json_summary is not None:
-        from .summary import run_summary, write_summary
-
         write_summary(run_summary(result), json_summary)
     if result.nothing_loaded:
         _nothing_loaded(result.sync)
@@ -417,7 +408,7 @@ def _print_analytics(result: Any) -> None:
 
 
 def _build_models(warehouse: Any, expiring_within_days: int, as_of: datetime | None, wait: float = 0.0) -> None:
-    from .steps import run_pipeline
+    from ..steps import run_pipeline  # start-up: dlt and dbt load when a command runs
 
     result = run_pipeline(
         warehouse, sync=False, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait
@@ -454,7 +445,7 @@ def check(
     Logs in, reads user-info and each namespace's connections with their reading
     rights; never opens the warehouse. Exits non-zero with one line naming what to fix.
     """
-    from .check import report_lines, run_check
+    from .check import report_lines, run_check  # start-up: the client (httpx, dlt) loads here
 
     options: dict[str, Any] = {}
     if password_stdin:
@@ -512,7 +503,7 @@ def dbt_profile(warehouse: WarehouseOption = None, data_path: DataPathOption = N
     """Print a dbt profiles.yml for the warehouse in use, for your own dbt runs in sql/
     (`cd sql && dbt build --select custom`). It holds no password: a lake's catalog
     password comes from PGPASSWORD."""
-    from .dbt import profile_yaml
+    from ..analytics.dbt import profile_yaml  # start-up: dbt loads when a command runs
 
     owner = _warehouse(warehouse, data_path)
     sys.stdout.write(profile_yaml(owner.location))
@@ -529,7 +520,7 @@ def docs(
 ) -> None:
     """Generate dbt's docs site (every model, column, test and source, with the lineage
     graph) as one self-contained index.html: open it from disk, no server needed."""
-    from .dbt_docs import generate_docs
+    from ..analytics.dbt_docs import generate_docs  # start-up: dbt loads when a command runs
 
     owner = _warehouse(warehouse, data_path)
     _require_data(owner)
@@ -558,7 +549,7 @@ def export(
     """Write answers, document_expiry, questionnaire_completeness, connections and
     answers_wide as <report>.<csv|parquet>. CSV text cells that begin with =, +, -, @,
     a tab or CR get a leading ' so that spreadsheets do not run them as formulas."""
-    from .steps import export_step
+    from ..steps import export_step  # start-up: DuckDB loads when a command runs
 
     if format not in ("csv", "parquet"):
         raise CommandError(f"--format must be csv or parquet, not {format!r}", EXIT_USAGE)
@@ -630,6 +621,7 @@ def sandbox(
     deterministic data, and fault switches for testing. Admin routes under
     /_sandbox/ expose the ground truth (/_sandbox/truth) and change faults at run time.
     """
+    # start-up: the sandbox's server (uvicorn) loads for `diligence sandbox` only
     from sandbox.faults import Faults
     from sandbox.server import serve
 
@@ -686,7 +678,7 @@ def demo(
     Starts the sandbox on a free port, syncs every namespace into WAREHOUSE, builds
     the analytics schema, writes CSV and Parquet reports into OUT and prints a summary.
     """
-    from .demo import run_demo
+    from .demo import run_demo  # start-up: the sandbox and the pipeline load for the demo only
 
     summary = run_demo(scale=scale, warehouse=warehouse, out_dir=out_dir, console=out, progress_console=err)
     out.print(summary)
@@ -707,21 +699,15 @@ def status(
 ) -> None:
     """Last syncs with their outcome, row counts per table, open sync issues, freshness,
     failed sync attempts, and whether a sync is running now."""
-    import json
-
-    from .status import collect_status, render_status, resumable_status
+    # start-up: DuckDB and dbt load when the command runs
+    from .status import collect_status, render_status, resumable_status, source_freshness_status
 
     owner = _warehouse(warehouse, data_path)
     if owner.is_lake:
         _require_data(owner)
-        with owner.session(read_only=True, memory_limit=None) as con:
-            data = collect_status(owner.display(), con)
-    else:
-        data = collect_status(owner.path)
+    data = collect_status(owner)
     data["resumable"] = resumable_status(owner)
     if sources and data["state"] == "ready":
-        from .status import source_freshness_status
-
         data["sources"] = source_freshness_status(owner)
     if data["state"] == "missing" and not data["failed_attempts"] and not data["resumable"]:
         if as_json:
@@ -748,17 +734,14 @@ def report(
     Headline numbers, documents expired/expiring on a timeline, completeness per
     counterparty, what changed since the previous sync and open sync issues.
     """
-    from .report import ReportError
-    from .steps import report_step
+    # start-up: DuckDB, altair and jinja2 load when the command runs
+    from ..report.page import ReportError
+    from ..steps import report_step
 
     owner = _warehouse(warehouse, data_path)
     try:
-        if owner.path is not None and not owner.path.exists():
-            raise ReportError(f"no warehouse at {owner.path}; run `diligence sync` first")
         result = report_step(owner, out_file)
     except ReportError as exc:  # one line, however long the path
-        from rich.markup import escape
-
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     out.print(f"report: {result.path}  ({result.bytes / 1e6:.1f} MB)", highlight=False)
@@ -778,8 +761,6 @@ def migrate_warehouse(
 ) -> None:
     """Convert a warehouse file written by DuckDB 2.0 (earlier releases) to the storage
     this release reads; the original is kept as <name>.duckdb2.bak."""
-    from .migrate import migrate_warehouse as migrate
-
     result = migrate(warehouse, python=duckdb2_python)
     if not result.migrated:
         out.print(f"{warehouse} is already readable: nothing to do", highlight=False)

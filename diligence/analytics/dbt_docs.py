@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..warehouse.filemodes import protect
 from .dbt import PROJECT_DIR, DbtError, describe_failure, invoke, location_of
-from .filemodes import protect
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`diligence report`: one self-contained HTML file about the warehouse.
 
-Shape: :func:`diligence.report_data.collect` reads the numbers (read-only), the charts
+Shape: :func:`diligence.report.data.collect` reads the numbers (read-only), the charts
 are Vega-Altair specifications, and the Jinja2 template ``templates/report.html.j2``
 lays everything out. Nothing is fetched when the file is opened: the Vega, Vega-Lite and
 Vega-Embed libraries are inlined from the bundle that ``vl-convert-python`` builds (cached
@@ -20,8 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .filemodes import make_dirs, protect
-from .report_data import ReportData, ReportError, Table, collect
+import altair as alt
+import jinja2
+import vl_convert as vlc
+from markupsafe import Markup
+
+from ..warehouse.filemodes import make_dirs, protect
+from .data import ReportData, ReportError, Table, collect
 
 __all__ = ["ReportError", "ReportResult", "render_html", "vega_bundle", "write_report"]
 
@@ -48,9 +53,6 @@ def _cache_dir() -> Path:
 def vega_bundle() -> str:
     """The Vega + Vega-Lite + Vega-Embed JavaScript bundle (about 0.9 MB) matching
     Altair's Vega-Lite version; built by vl-convert once, then read from the cache."""
-    import altair as alt
-    import vl_convert as vlc
-
     vl_version = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
     cached = _cache_dir() / f"vega-bundle-{vlc.__version__}-vl{vl_version}.js"
     try:
@@ -71,8 +73,6 @@ def vega_bundle() -> str:
 # -- charts -----------------------------------------------------------------------------
 def timeline_chart(data: ReportData) -> dict[str, Any]:
     """Documents per expiration month, stacked by status, with a rule at the evaluation day."""
-    import altair as alt
-
     statuses = list(STATUS_COLORS)
     bars = (
         alt.Chart(alt.Data(values=data.timeline))
@@ -109,8 +109,6 @@ def timeline_chart(data: ReportData) -> dict[str, Any]:
 
 def completeness_chart(data: ReportData) -> dict[str, Any]:
     """How many counterparties fall in each 10% band of completeness."""
-    import altair as alt
-
     chart = (
         alt.Chart(alt.Data(values=data.completeness_buckets))
         .mark_bar(color="#3b6ea5")
@@ -131,8 +129,6 @@ def completeness_chart(data: ReportData) -> dict[str, Any]:
 
 def least_complete_chart(data: ReportData, limit: int = 15) -> dict[str, Any]:
     """The `limit` least complete counterparties (the table has them all)."""
-    import altair as alt
-
     columns = data.completeness.columns
     rows = [dict(zip(columns, row, strict=True)) for row in data.completeness.rows]
     rows = [r for r in rows if r["completeness_pct"] is not None][:limit]
@@ -162,10 +158,8 @@ def _table_dict(table: Table | None) -> dict[str, Any] | None:
 
 @functools.lru_cache(maxsize=1)
 def _environment() -> Any:
-    import jinja2
-
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("diligence", "templates"),
+        loader=jinja2.PackageLoader("diligence.report", "templates"),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         trim_blocks=True,
         lstrip_blocks=True,
@@ -174,8 +168,6 @@ def _environment() -> Any:
 
 def render_html(data: ReportData) -> str:
     """The report page for `data`, with every library inlined."""
-    from markupsafe import Markup
-
     changes = data.changes
     specs = {
         "timeline": timeline_chart(data),
@@ -205,12 +197,9 @@ def render_html(data: ReportData) -> str:
     )
 
 
-def write_report(
-    warehouse: Path | str, out: Path = DEFAULT_REPORT, *, con: Any | None = None
-) -> ReportResult:
-    """Read `warehouse` (through `con`, its open connection, when given) and write the
-    report to `out` (atomically); raises :class:`ReportError` when the warehouse or its
-    analytics schema is missing."""
+def write_report(warehouse: Path | str, out: Path = DEFAULT_REPORT, *, con: Any) -> ReportResult:
+    """Read `warehouse` through `con`, the step's session of it, and write the report to
+    `out` (atomically); raises :class:`ReportError` when its analytics schema is missing."""
     started = time.perf_counter()
     data = collect(warehouse, con=con)
     html = render_html(data)

@@ -20,28 +20,31 @@ tables. The shape::
 
 A sync that failed before any namespace (credentials, user-info, unreachable) is not
 in ``raw.sync_runs``; it is read from :mod:`diligence.attempts`. While a sync holds the
-writer lock (:mod:`diligence.lockinfo`) the status says so, and while the first sync
+writer lock (:mod:`diligence.warehouse.lock`) the status says so, and while the first sync
 creates the warehouse it says only that. ``resumable`` lists the namespaces an
 interrupted sync left journals of (:mod:`diligence.resume`): the next sync goes on
 from them. ``sources`` (``--sources``) is ``dbt source freshness`` on the raw tables,
-with the thresholds of the dbt project (:mod:`diligence.dbt_docs`).
+with the thresholds of the dbt project (:mod:`diligence.analytics.dbt_docs`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import duckdb
 from rich.console import Console
 from rich.table import Table
 
-from .attempts import failed_attempts
-from .lockinfo import lock_holder
-from .resume import resumable_journals
-from .safe_text import console_text
-from .warehouse import Warehouse, table_names
+from ..analytics.dbt_docs import source_freshness
+from ..attempts import failed_attempts
+from ..resume import resumable_journals
+from ..safe_text import console_text
+from ..warehouse import Warehouse, table_names
+from ..warehouse.lock import lock_holder
 
 __all__ = ["RAW_COUNTS", "collect_status", "render_status", "resumable_status", "source_freshness_status"]
 
@@ -116,31 +119,28 @@ def resumable_status(owner: Warehouse) -> list[dict[str, Any]]:
     ]
 
 
-def collect_status(warehouse: Path | str, con: Any | None = None) -> dict[str, Any]:
+def collect_status(owner: Warehouse) -> dict[str, Any]:
     """Everything `status` shows, as plain JSON-able values (see the module docstring),
-    except ``resumable`` (see :func:`resumable_status`).
-    With `con` (an open session, e.g. a lake's) it is read through that: a lake has no
-    lock file and no failed-attempts file, so those parts stay empty."""
-    if con is not None:
-        return _collect(str(warehouse), con, holder=None, attempts_of=None)
-    import duckdb
-
-    warehouse = Path(warehouse)
+    except ``resumable`` (see :func:`resumable_status`), read through one read-only
+    session of `owner`. A lake has no lock file and no failed-attempts file, so those
+    parts stay empty."""
+    if owner.path is None:
+        with owner.session(read_only=True, memory_limit=None) as con:
+            return _collect(owner.display(), con, holder=None, attempts_of=None)
+    warehouse = owner.path
     holder = lock_holder(warehouse)
     if not warehouse.exists():
         status = _empty(warehouse, "creating" if holder is not None else "missing", holder)
         status["failed_attempts"] = _attempts_since(warehouse, None)
         return status
-    try:
-        con = duckdb.connect(str(warehouse), read_only=True)
-    except duckdb.Error:
-        if holder is None:
-            raise
-        return _empty(warehouse, "busy", holder)
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            con = stack.enter_context(owner.session(read_only=True, memory_limit=None))
+        except duckdb.Error:
+            if holder is None:
+                raise
+            return _empty(warehouse, "busy", holder)
         return _collect(warehouse, con, holder=holder, attempts_of=warehouse)
-    finally:
-        con.close()
 
 
 def _collect(
@@ -217,10 +217,9 @@ def _running_line(status: dict[str, Any]) -> str | None:
     return f"a sync (pid {pid}) is running now; below: the syncs before it"
 
 
-def render_status(warehouse: Path | str, console: Console, status: dict[str, Any] | None = None) -> dict[str, Any]:
+def render_status(warehouse: Path | str, console: Console, status: dict[str, Any]) -> dict[str, Any]:
     """Print last syncs, freshness per namespace, row counts, open sync issues and
-    failed attempts (`status`: already collected); returns the collected status."""
-    status = status if status is not None else collect_status(warehouse)
+    failed attempts of `status` (from :func:`collect_status`); returns it."""
     running = _running_line(status)
     if running:
         console.print(f"{warehouse}: {running}", highlight=False)
@@ -290,8 +289,6 @@ def render_status(warehouse: Path | str, console: Console, status: dict[str, Any
 
 def source_freshness_status(warehouse: Any) -> list[dict[str, Any]]:
     """`dbt source freshness` of each raw table, as the ``sources`` key of the status."""
-    from .dbt_docs import source_freshness
-
     return [
         {
             "table": source.table,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .errors import SettingsError
+from ..errors import SettingsError
 
 __all__ = ["SelectError", "resource_names", "parse_select"]
 
@@ -22,7 +22,7 @@ class SelectError(SettingsError):
 
 def resource_names() -> tuple[str, ...]:
     """The data resources a sync can select, in load order."""
-    from pipelines.company_connections.schema import NAMESPACE_TABLES
+    from pipelines.company_connections.schema import NAMESPACE_TABLES  # start-up: loads dlt
 
     return NAMESPACE_TABLES
 

@@ -21,6 +21,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import file_mode
+
 __all__ = ["Modes", "modes", "make_dirs", "protect", "protect_tree", "write_text_atomically"]
 
 
@@ -37,8 +39,6 @@ _MODES = {"owner": Modes(0o600, 0o700), "group": Modes(0o640, 0o750)}
 
 def modes(setting: str | None = None) -> Modes:
     """The modes of `setting` (``owner`` or ``group``), default the configured one."""
-    from .config import file_mode
-
     return _MODES[file_mode(setting)]
 
 

@@ -19,8 +19,14 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DiligenceError
-from .safe_text import terminal_text
+import httpx
+
+from pipelines.company_connections import resolve_settings, run_coroutine
+from pipelines.company_connections.errors import DeniedError, NotFoundError, SourceError
+
+from ..errors import DiligenceError
+from ..safe_text import terminal_text
+from ..sync import _describe
 
 __all__ = ["CheckError", "CheckReport", "NamespaceRights", "run_check"]
 
@@ -57,15 +63,11 @@ class CheckReport:
 
 
 def _origin(base_url: str) -> str:
-    import httpx
-
     url = httpx.URL(base_url)
     return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path.rstrip('/')}"
 
 
 async def _rights(client: Any, namespace: str, own_types: int) -> NamespaceRights:
-    from pipelines.company_connections.errors import DeniedError, NotFoundError
-
     rights = NamespaceRights(namespace, readable_targets=own_types)
     entries = await client.connections(namespace)
     rights.connections = len(entries)
@@ -118,11 +120,6 @@ def run_check(
 
     Raises :class:`CheckError` (one line) when something would stop a sync.
     """
-    from pipelines.company_connections import resolve_settings, run_coroutine
-    from pipelines.company_connections.errors import SourceError
-
-    from .sync import _describe
-
     options: dict[str, Any] = dict(source_options or {})
     if base_url is not None:
         options["base_url"] = base_url

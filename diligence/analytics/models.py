@@ -1,9 +1,9 @@
 """Build the SQL models: the dbt project in `sql/` (see `sql/README.md`).
 
-One ``dbt build`` (target ``build`` of :mod:`diligence.dbt`) builds the staging views
+One ``dbt build`` (target ``build`` of :mod:`diligence.analytics.dbt`) builds the staging views
 (schema `staging`) and every table model beside its published table, as
 `analytics.<name>__build`, and runs the checks (the project's data tests, see
-:mod:`diligence.checks`) on them; on this target a failing check warns, so it never
+:mod:`diligence.analytics.checks`) on them; on this target a failing check warns, so it never
 skips a model. Once every model has built, one DuckDB transaction renames the build's
 tables over the published ones (a rename moves no data), drops the tables of models
 that no longer exist, and describes them from the project's YAML. A reader of
@@ -23,10 +23,13 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 
+from ..errors import DiligenceError
+from ..warehouse import Warehouse
+from ..warehouse.location import WarehouseLocation
 from .checks import CheckResult, check_results
 from .dbt import (
     ANALYTICS_SCHEMA,
@@ -41,11 +44,6 @@ from .dbt import (
     invoke,
     location_of,
 )
-from .errors import DiligenceError
-from .location import WarehouseLocation
-
-if TYPE_CHECKING:
-    from .warehouse import Warehouse
 
 SQL_DIR = PROJECT_DIR
 RAW_SCHEMA = "raw"
@@ -295,17 +293,8 @@ def _session(warehouse: Any, location: WarehouseLocation) -> Iterator[duckdb.Duc
         with session() as con:
             yield con
         return
-    if location.is_lake:
-        from .lake import connect_retrying
-
-        con = connect_retrying(location)
-    else:
-        assert location.path is not None
-        con = duckdb.connect(str(location.path))
-    try:
+    with Warehouse(location).session(memory_limit=None) as con:
         yield con
-    finally:
-        con.close()
 
 
 def _quote(name: str) -> str:

@@ -1,62 +1,80 @@
-"""The warehouse and its one owner while a step writes it.
+"""The warehouse, the one door to DuckDB: only this package opens it.
 
 A warehouse is a DuckDB file (the default) or a DuckLake with a PostgreSQL catalog
-(``ducklake:postgres:<conninfo>`` plus a data path, see :mod:`diligence.location`).
+(``ducklake:postgres:<conninfo>`` plus a data path, see :mod:`.location`).
 :class:`Warehouse` owns either for a step. For a file it takes the writer lock
-(``<warehouse>.lock``) once and waits until no other process holds the file open; for
-a lake it proves the catalog and data path usable before anything is written (the lake
-itself takes concurrent writers). It hands out what the steps need: the dlt pipeline
-that writes `raw` (one per namespace on a lake), the staging folder of the sync's
-fetch, and ONE DuckDB connection per step (:meth:`Warehouse.session`), which the
-models, checks, publish and exports all use::
+(``<warehouse>.lock``, :mod:`.lock`) once and waits until no other process holds the
+file open; for a lake it proves the catalog and data path usable before anything is
+written (the lake itself takes concurrent writers). It hands out what the steps need:
+the dlt pipeline that writes `raw` (one per namespace on a lake), the staging folder of
+the sync's fetch, and ONE DuckDB connection per step (:meth:`Warehouse.session`), which
+the models, checks, publish, exports, report, status and alerts all read through::
 
-    with Warehouse(location, data_path).writing(wait_seconds=30) as wh:
+    with open_warehouse(location, data_path).writing(wait_seconds=30) as wh:
         with wh.session(memory_limit=LOAD_MEMORY_LIMIT):  # the sync: the file opened once
             pipeline = wh.pipeline(namespace)             # loads through that connection
         with wh.session() as con:          # the file opened / the lake attached once
             ... build models, run checks, publish, export on `con` ...
 
-This module imports no dlt or DuckDB at import time (``DEFAULT_WAREHOUSE`` is cheap to
-import for the CLI); they are imported where they are used.
+The package::
+
+    __init__     Warehouse (the owner), open_warehouse (settings -> Warehouse), pipeline_for
+    location     parse a file path or a DuckLake URI; never opens anything
+    lake         check, attach and load a DuckLake; connect() opens DuckDB (file or lake)
+    lock         the writer lock, and who holds it
+    paths        a file's companions: WAL, analysts' copy, dlt's folder
+    migrate      convert a file a newer DuckDB wrote
+    filemodes    owner-only (or group) modes for every confidential file
+    destination  dlt's DuckDB destination over a session's connection
+
+Importing the package imports no dlt or DuckDB (the CLI's ``--help`` imports it): they
+are imported where they are used, each such import saying so.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hashlib
 import os
 import re
 import shutil
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import WarehouseBusyError
-from .filemodes import make_dirs, protect, protect_tree
-from .lockinfo import process_alive
+from ..config import DEFAULT_WAREHOUSE, configured
+from ..errors import WarehouseBusyError
+from .filemodes import make_dirs
+from .location import WarehouseLocation, is_lake_uri, parse_location
+from .lock import process_alive, protect_outputs, writer_lock
+from .migrate import require_readable
+from .paths import pipelines_dir_of, published_path, wal_of
 
 if TYPE_CHECKING:
     from dlt.common.pipeline import SupportsPipeline
 
-    from .location import WarehouseLocation
-
 __all__ = [
+    "DATA_PATH_ENV",
     "DEFAULT_WAREHOUSE",
     "PIPELINE_NAME",
     "RAW_DATASET",
+    "WAREHOUSE_ENV",
     "Warehouse",
     "WarehouseBusyError",
+    "open_warehouse",
     "pipeline_for",
+    "pipelines_dir_of",
     "protect_outputs",
+    "published_path",
     "table_names",
+    "wal_of",
+    "warehouse_settings",
     "writer_lock",
 ]
 
-DEFAULT_WAREHOUSE = Path("data/warehouse.duckdb")
+WAREHOUSE_ENV = "DILIGENCE_WAREHOUSE"
+DATA_PATH_ENV = "DILIGENCE_DATA_PATH"
 PIPELINE_NAME = "company_connections"
 RAW_DATASET = "raw"
 #: DuckDB's buffer limit while dlt loads or the models build (it spills to disk beyond
@@ -90,26 +108,9 @@ MODELS_THREADS = 1
 SYNC_KEEP_WAL_BYTES = 16 * 1024 * 1024
 
 
-def wal_of(database: Path) -> Path:
-    """DuckDB's write-ahead log of the database file `database` (``<file>.wal``)."""
-    return database.with_name(database.name + ".wal")
-
-
-def published_path(warehouse: Path) -> Path:
-    """Where the analysts' read-only copy of `warehouse`'s analytics schema lives (see
-    :mod:`diligence.publish`)."""
-    return warehouse.with_name(f"{warehouse.stem}-analytics{warehouse.suffix or '.duckdb'}")
-
-
-def pipelines_dir_of(warehouse: Path) -> Path:
-    """dlt's working folder of `warehouse`: ``<dir>/.dlt-pipelines/<stem>``."""
-    warehouse = warehouse.expanduser().resolve()
-    return warehouse.parent / ".dlt-pipelines" / warehouse.stem
-
-
 def _configure_dlt() -> None:
     """dlt's settings for the pipelines that write `raw` (a file's or a lake's)."""
-    import dlt
+    import dlt  # start-up: importing dlt takes a second the CLI's --help must not pay
 
     # The source yields Arrow tables; keep dlt's load id on their rows for lineage.
     dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
@@ -131,6 +132,7 @@ def pipeline_for(warehouse: Path, connection: Any = None) -> SupportsPipeline:
     without, dlt opens the file itself, and closes it whenever its last job is done,
     so each run pays for opening the file and a checkpoint several times over.
     """
+    # start-up: dlt (and the destination built on it) load only when a pipeline is made
     import dlt
     from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
@@ -168,66 +170,14 @@ def pipeline_for(warehouse: Path, connection: Any = None) -> SupportsPipeline:
 
 def _holds_dlt_state(warehouse: Path, connection: Any = None) -> bool:
     """Whether `warehouse` holds dlt's record of the `raw` schema (``raw._dlt_version``)."""
-    import duckdb
-
     sql = ("select count(*) from information_schema.tables where table_catalog = current_database() "
            f"and table_schema = '{RAW_DATASET}' and table_name = '_dlt_version'")
     if connection is not None:
         return bool(connection.execute(sql).fetchone()[0])
     if not warehouse.exists():
         return False
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+    with Warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
         return bool(con.execute(sql).fetchone()[0])
-
-
-#: Locks this process holds, per (warehouse, thread): nested steps reuse the lock.
-_held: dict[tuple[Path, int], int] = {}
-_held_guard = threading.Lock()
-
-
-@contextlib.contextmanager
-def writer_lock(warehouse: Path, *, wait_seconds: float = 0.0) -> Iterator[None]:
-    """Hold the warehouse's writer lock (``<warehouse>.lock``) for a sync or a model build.
-
-    A second writer waits up to `wait_seconds`, then raises :class:`WarehouseBusyError`
-    naming the process that holds the lock. The lock is an OS file lock, so it is
-    released when its holder dies, even by SIGKILL. Re-entrant within a thread: a
-    step inside another step that holds the lock does not take it again.
-    """
-    warehouse = warehouse.expanduser().resolve()
-    key = (warehouse, threading.get_ident())
-    with _held_guard:
-        nested = key in _held
-        if nested:
-            _held[key] += 1
-    if nested:
-        try:
-            yield
-        finally:
-            with _held_guard:
-                _held[key] -= 1
-        return
-    with _flock(warehouse, wait_seconds):
-        with _held_guard:
-            _held[key] = 1
-        try:
-            yield
-        finally:
-            with _held_guard:
-                del _held[key]
-            protect_outputs(warehouse)
-
-
-def protect_outputs(warehouse: Path) -> None:
-    """Give what the writers of `warehouse` wrote the configured modes (see
-    :mod:`diligence.filemodes`): DuckDB and dlt create their files with the umask's."""
-    warehouse = warehouse.expanduser().resolve()
-    protect(
-        warehouse,
-        wal_of(warehouse),
-        published_path(warehouse),
-    )
-    protect_tree(pipelines_dir_of(warehouse))
 
 
 _LOCK_HOLDER = re.compile(r"PID (\d+)")
@@ -245,12 +195,15 @@ def wait_until_writable(warehouse: Path, *, wait_seconds: float = 0.0) -> None:
     """
     if not warehouse.exists():
         return
+    # start-up: DuckDB (through lake) loads only when there is a file to open
     import duckdb
+
+    from .lake import connect
 
     deadline = time.monotonic() + wait_seconds
     while True:
         try:
-            duckdb.connect(str(warehouse)).close()
+            connect(WarehouseLocation(path=warehouse)).close()
             return
         except duckdb.Error as exc:
             if not _is_lock_conflict(exc):
@@ -263,58 +216,6 @@ def wait_until_writable(warehouse: Path, *, wait_seconds: float = 0.0) -> None:
                     f"{published_path(warehouse)} instead) or pass --wait SECONDS"
                 ) from None
             time.sleep(0.5)
-
-
-@contextlib.contextmanager
-def _flock(warehouse: Path, wait_seconds: float) -> Iterator[None]:
-    """Hold ``<warehouse>.lock``; the file is removed on release, so none is ever stale.
-
-    Removing it is safe: a writer that opened the file just before its holder removed
-    it finds, once it has the lock, that the path no longer names its file, and takes
-    the lock again on the new one.
-    """
-    make_dirs(warehouse.parent)
-    lock_path = warehouse.with_name(warehouse.name + ".lock")
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            _acquire(fd, warehouse, deadline)
-        except BaseException:
-            os.close(fd)
-            raise
-        try:
-            current = os.stat(lock_path).st_ino
-        except FileNotFoundError:
-            current = None
-        if current == os.fstat(fd).st_ino:
-            break
-        os.close(fd)  # locked a file its holder has removed: lock the new one
-    try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(lock_path)  # still held: no other writer can be using it
-        os.close(fd)
-
-
-def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            if time.monotonic() >= deadline:
-                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-                raise WarehouseBusyError(
-                    f"another sync is writing {warehouse} (pid {holder}); "
-                    "try again when it has finished, or pass --wait SECONDS"
-                ) from None
-            time.sleep(0.2)
 
 
 class Warehouse:
@@ -332,8 +233,6 @@ class Warehouse:
         *,
         pipelines_root: Path | None = None,
     ) -> None:
-        from .location import WarehouseLocation, parse_location
-
         if not isinstance(location, WarehouseLocation):
             location = parse_location(location, data_path)
         self.location = location
@@ -374,7 +273,7 @@ class Warehouse:
         another step's `writing` reuses the lock (and the lake's session).
         """
         if self.path is None:
-            from .lake import check_location, initialise_retrying
+            from .lake import check_location, initialise_retrying  # start-up: lake imports DuckDB
 
             if not self._checked:
                 check_location(self.location)  # before the ATTACH: its errors are clearer
@@ -384,8 +283,6 @@ class Warehouse:
                     self._checked = True
                 yield self
             return
-        from .migrate import require_readable
-
         require_readable(self.path)
         with writer_lock(self.path, wait_seconds=wait_seconds):
             if not self._locked:
@@ -449,7 +346,7 @@ class Warehouse:
         return list(self._pipelines.values())
 
     def _lake_pipeline(self, namespace: str) -> SupportsPipeline:
-        import dlt
+        import dlt  # start-up: dlt and the lake (DuckDB) load only when a lake pipeline is made
 
         from .lake import lake_pipeline_parts
 
@@ -556,18 +453,14 @@ class Warehouse:
 
     def connect(self, *, read_only: bool = False) -> Any:
         """A new DuckDB connection to the warehouse (the caller closes it)."""
-        if self.path is None:
-            from .lake import connect, connect_retrying
+        from .lake import connect, connect_retrying  # start-up: lake imports DuckDB
 
+        if self.path is None:
             if read_only:
                 return connect(self.location, read_only=True)
             return connect_retrying(self.location)
-        import duckdb
-
-        from .migrate import require_readable
-
         require_readable(self.path)
-        return duckdb.connect(str(self.path), read_only=read_only)
+        return connect(WarehouseLocation(path=self.path), read_only=read_only)
 
     def synced_namespaces(self) -> list[str]:
         """Namespaces that some earlier sync loaded successfully."""
@@ -596,3 +489,39 @@ def table_names(con: Any) -> set[str]:
             "select table_schema, table_name from information_schema.tables"
         ).fetchall()
     }
+
+
+def warehouse_settings(
+    location: str | Path | None = None, data_path: str | Path | None = None
+) -> tuple[str | Path, str | None]:
+    """(location, data_path): each the argument, else its env var (``DILIGENCE_WAREHOUSE``,
+    ``DILIGENCE_DATA_PATH``), else config ``[warehouse] location`` / ``data_path``, else
+    ``data/warehouse.duckdb`` and no data path. The one reader of those settings."""
+    location = (
+        location
+        or os.environ.get(WAREHOUSE_ENV)
+        or configured("warehouse.location", str)  # type: ignore[assignment]
+        or DEFAULT_WAREHOUSE
+    )
+    if data_path or not is_lake_uri(location):
+        # a configured data path belongs to a configured lake, not to a file given here
+        return location, (str(data_path) if data_path else None)
+    data_path = (
+        os.environ.get(DATA_PATH_ENV)
+        or configured("warehouse.data_path", str)  # type: ignore[assignment]
+        or None
+    )
+    return location, (str(data_path) if data_path else None)  # type: ignore[return-value]
+
+
+def open_warehouse(
+    location: str | Path | None = None, data_path: str | Path | None = None
+) -> Warehouse:
+    """The :class:`Warehouse` of the settings (see :func:`warehouse_settings`). Raises one
+    line (``WarehouseLocationError``) for a malformed location, and
+    ``WarehouseFormatError`` for a file a newer DuckDB wrote; nothing is opened or
+    written yet."""
+    owner = Warehouse(*warehouse_settings(location, data_path))
+    if owner.path is not None:
+        require_readable(owner.path)
+    return owner

@@ -5,8 +5,8 @@ the key tests (``unique_key``, ``not_null_key``, ``accepted_values``) are declar
 `sql/models/marts/_marts.yml`, the others are singular tests in `sql/tests/`. A check's
 name is ``<model>__<what it checks>``. A build runs them with its models (``dbt
 build`` on target ``build``, where they warn instead of failing, so a failing check
-never skips a model: :mod:`diligence.models`); :func:`run_checks` runs them alone with
-``dbt test`` on target ``analytics`` (see :mod:`diligence.dbt`).
+never skips a model: :mod:`diligence.analytics.models`); :func:`run_checks` runs them alone with
+``dbt test`` on target ``analytics`` (see :mod:`diligence.analytics.dbt`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .dbt import DbtError, DbtRun, describe_failure, invoke, location_of
-from .errors import DiligenceError
-from .location import WarehouseLocation
+from ..errors import DiligenceError
+from ..warehouse.location import WarehouseLocation
+from .dbt import PROJECT_DIR, DbtError, DbtRun, describe_failure, invoke, location_of
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,7 @@ class ChecksFailed(DiligenceError):
 
 def check_names() -> list[str]:
     """All checks, by name, sorted (the data tests of the dbt project)."""
-    import yaml
-
-    from .dbt import PROJECT_DIR
+    import yaml  # start-up: the CLI's `check` lists checks; yaml loads for that only
 
     names = {path.stem for path in (PROJECT_DIR / "tests").glob("*.sql")}
     for path in (PROJECT_DIR / "models").rglob("*.yml"):
@@ -64,16 +62,14 @@ def run_checks(
 ) -> list[CheckResult]:
     """Run every check against the warehouse's `analytics` (a DuckDB file, a parsed
     location, or a :class:`~diligence.warehouse.Warehouse`); one result per check,
-    sorted by name. Raises :class:`~diligence.dbt.DbtError` when a check cannot run."""
-    from .dbt import PROJECT_DIR
-
+    sorted by name. Raises :class:`~diligence.analytics.dbt.DbtError` when a check cannot run."""
     run = invoke(["test"], location_of(warehouse), target="analytics", project_dir=project_dir or PROJECT_DIR)
     return check_results(run, "dbt test")
 
 
 def check_results(run: DbtRun, doing: str) -> list[CheckResult]:
     """The checks of a dbt invocation (`dbt test`, or the tests of `dbt build`), one per
-    test, sorted by name. Raises :class:`~diligence.dbt.DbtError` when a test could not
+    test, sorted by name. Raises :class:`~diligence.analytics.dbt.DbtError` when a test could not
     run (`doing` names the invocation in the message)."""
     errors = [node for node in run.nodes
               if node.resource_type == "test" and node.status in ("error", "runtime error")]

@@ -13,7 +13,7 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .safe_text import console_text, terminal_text
+from ..safe_text import console_text, terminal_text
 
 log = logging.getLogger("diligence.sync")
 

@@ -6,7 +6,7 @@ warehouse in use. DuckDB runs in memory with the warehouse attached as catalog
 relation dbt compiles reads ``"warehouse"."<schema>"."<table>"`` whatever the warehouse:
 
     target     the marts as          used by
-    build      analytics.<name>__build  the model build and its checks (diligence.models
+    build      analytics.<name>__build  the model build and its checks (diligence.analytics.models
                                      renames them over the published tables in one
                                      transaction once the whole build has succeeded)
     analytics  analytics.<name>      the data tests, docs, source freshness, users' runs
@@ -17,7 +17,7 @@ names the build's tables).
 Secrets: a lake's catalog password is never written into the profile (nor into
 `target/`): it reaches libpq through ``PGPASSWORD`` for the invocation only, as for the
 analysts' own ``ATTACH``. The lake's DuckDB extensions are installed from their wheels
-first (:func:`diligence.lake.install_extensions`), so DuckDB loads them without a
+first (:func:`diligence.warehouse.lake.install_extensions`), so DuckDB loads them without a
 download.
 
 Start-up: importing dbt takes about 1.2 s and parsing the project about 2.5 s. The
@@ -44,8 +44,8 @@ from typing import Any
 
 import yaml
 
-from .errors import DiligenceError
-from .location import (
+from ..errors import DiligenceError
+from ..warehouse.location import (
     SECRET_KEYS,
     WarehouseLocation,
     format_conninfo,
@@ -54,7 +54,7 @@ from .location import (
     redact,
 )
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent / "sql"
+PROJECT_DIR = Path(__file__).resolve().parents[2] / "sql"
 PROFILE_NAME = "diligence"
 CATALOG = "warehouse"
 ANALYTICS_SCHEMA = "analytics"
@@ -195,7 +195,7 @@ def invoke(
     from dbt.cli.main import dbtRunner
 
     if location.is_lake:
-        from .lake import install_extensions
+        from ..warehouse.lake import install_extensions
 
         install_extensions()
     target_dir = project_dir / "target" / f"diligence-{target}"

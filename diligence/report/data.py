@@ -25,8 +25,8 @@ from typing import Any
 
 import duckdb
 
-from .errors import DiligenceError
-from .warehouse import table_names
+from ..errors import DiligenceError
+from ..warehouse import table_names
 
 #: Tables the report cannot do without.
 REQUIRED_TABLES = (
@@ -88,32 +88,15 @@ def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
     return None if row is None else row[0]
 
 
-def open_warehouse(
-    warehouse: Path | str, con: duckdb.DuckDBPyConnection | None = None
-) -> duckdb.DuckDBPyConnection:
-    """A read-only session on `warehouse` (or `con`, the step's open connection to it,
-    e.g. a lake's), or :class:`ReportError` saying what is missing."""
-    if con is None:
-        warehouse = Path(warehouse)
-        if not warehouse.exists():
-            raise ReportError(f"no warehouse at {warehouse}; run `diligence sync` first")
-        try:
-            con = duckdb.connect(str(warehouse), read_only=True)
-        except duckdb.Error as exc:
-            raise ReportError(f"cannot open {warehouse}: {str(exc).splitlines()[0]}") from None
-        owned = True
-    else:
-        owned = False
+def _require_tables(con: duckdb.DuckDBPyConnection, warehouse: Path | str) -> None:
+    """Raise :class:`ReportError` saying what is missing when the warehouse of `con` has
+    not got the tables the report reads."""
     tables = table_names(con)
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     if missing:
-        if owned:
-            con.close()
         if not any(t.startswith("analytics.") for t in tables):
             raise ReportError(f"{warehouse} has no analytics schema; run `diligence models` first")
         raise ReportError(f"{warehouse} lacks {missing[0]}; run `diligence models` first")
-    con.execute("set TimeZone = 'UTC'")
-    return con
 
 
 # -- headline and freshness -------------------------------------------------------------
@@ -371,92 +354,89 @@ def _changes(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, Any]
 def collect(
     warehouse: Path | str,
     *,
+    con: duckdb.DuckDBPyConnection,
     now: datetime | None = None,
-    con: duckdb.DuckDBPyConnection | None = None,
 ) -> ReportData:
-    """Read everything the report shows from `warehouse` (read-only), through `con`
-    when the caller has it open already (it is then left open)."""
+    """Read everything the report shows from `warehouse` through `con`, the step's
+    session of it (left open); `warehouse` names it in the report and in errors."""
     now = now or datetime.now(timezone.utc)
-    owned = con is None
-    con = open_warehouse(warehouse, con)
-    try:
-        tables = table_names(con)
-        if "raw.sync_runs" in tables:
-            _sync_runs(con)
-        _names(con)
-        cursor = con.execute(HEADLINE_SQL)
-        names = [d[0] for d in cursor.description]
-        headline = dict(zip(names, (int(v) for v in cursor.fetchone()), strict=True))  # type: ignore[union-attr]
-        days, evaluated_at = con.execute(
-            "select max(expiring_within_days), max(evaluated_at) from analytics.document_expiry"
-        ).fetchone()  # type: ignore[misc]
-        if days is None:
-            days = 30
+    _require_tables(con, warehouse)
+    con.execute("set TimeZone = 'UTC'")
+    tables = table_names(con)
+    if "raw.sync_runs" in tables:
+        _sync_runs(con)
+    _names(con)
+    cursor = con.execute(HEADLINE_SQL)
+    names = [d[0] for d in cursor.description]
+    headline = dict(zip(names, (int(v) for v in cursor.fetchone()), strict=True))  # type: ignore[union-attr]
+    days, evaluated_at = con.execute(
+        "select max(expiring_within_days), max(evaluated_at) from analytics.document_expiry"
+    ).fetchone()  # type: ignore[misc]
+    if days is None:
+        days = 30
 
-        freshness = _table(
-            con, FRESHNESS_SQL if "raw.sync_runs" in tables else FRESHNESS_FALLBACK_SQL
-        )
-        last = freshness.columns.index("last_success")
-        freshness.columns.append("age_hours")
-        for row in freshness.rows:
-            when = row[last]
-            row.append(_age_hours(datetime.fromisoformat(when) if when else None, now))
+    freshness = _table(
+        con, FRESHNESS_SQL if "raw.sync_runs" in tables else FRESHNESS_FALLBACK_SQL
+    )
+    last = freshness.columns.index("last_success")
+    freshness.columns.append("age_hours")
+    for row in freshness.rows:
+        when = row[last]
+        row.append(_age_hours(datetime.fromisoformat(when) if when else None, now))
 
-        timeline = [
-            {"month": _jsonable(month), "status": status, "documents": int(n)}
-            for month, status, n in con.execute(TIMELINE_SQL).fetchall()
-        ]
-        undated = dict(
-            con.execute(
-                "select expiry_status, count(*) from analytics.document_expiry "
-                "where expiry_status not in ('expired', 'expiring', 'valid') group by 1"
-            ).fetchall()
-        )
-        completeness = _table(con, COMPLETENESS_SQL)
-        buckets = [
-            {"bucket": bucket, "low": low, "counterparties": int(n)}
-            for bucket, low, n in con.execute(
-                f"""
-                with c as ({COMPLETENESS_SQL}),
-                b as (
-                    select case
-                        when completeness_pct is null then 'no fields'
-                        when completeness_pct >= 100 then '100%'
-                        else cast(cast(floor(completeness_pct / 10) * 10 as integer) as varchar)
-                             || '–' || cast(cast(floor(completeness_pct / 10) * 10 + 10 as integer)
-                             as varchar) || '%'
-                    end as bucket,
-                    coalesce(least(floor(completeness_pct / 10) * 10, 100), -10) as low
-                    from c
-                )
-                select bucket, low, count(*) from b group by all order by low
-                """
-            ).fetchall()
-        ]
-        namespace_names: dict[str, str] = {}
-        if "raw.companies" in tables:
-            namespace_names = dict(
-                con.execute(
-                    "select company_id, any_value(name) from raw.companies "
-                    "where company_id = namespace_company_id and name is not null group by 1"
-                ).fetchall()
+    timeline = [
+        {"month": _jsonable(month), "status": status, "documents": int(n)}
+        for month, status, n in con.execute(TIMELINE_SQL).fetchall()
+    ]
+    undated = dict(
+        con.execute(
+            "select expiry_status, count(*) from analytics.document_expiry "
+            "where expiry_status not in ('expired', 'expiring', 'valid') group by 1"
+        ).fetchall()
+    )
+    completeness = _table(con, COMPLETENESS_SQL)
+    buckets = [
+        {"bucket": bucket, "low": low, "counterparties": int(n)}
+        for bucket, low, n in con.execute(
+            f"""
+            with c as ({COMPLETENESS_SQL}),
+            b as (
+                select case
+                    when completeness_pct is null then 'no fields'
+                    when completeness_pct >= 100 then '100%'
+                    else cast(cast(floor(completeness_pct / 10) * 10 as integer) as varchar)
+                         || '–' || cast(cast(floor(completeness_pct / 10) * 10 + 10 as integer)
+                         as varchar) || '%'
+                end as bucket,
+                coalesce(least(floor(completeness_pct / 10) * 10, 100), -10) as low
+                from c
             )
-        return ReportData(
-            warehouse=str(warehouse),
-            generated_at=now,
-            headline=headline,
-            expiring_within_days=int(days),
-            evaluated_at=evaluated_at,
-            freshness=freshness,
-            timeline=timeline,
-            undated_documents={k: int(v) for k, v in undated.items()},
-            expiring_documents=_table(con, EXPIRING_SQL),
-            completeness=completeness,
-            completeness_buckets=buckets,
-            changes=_changes(con, tables),
-            sync_issues=_table(con, ISSUES_SQL),
-            namespace_names=namespace_names,
+            select bucket, low, count(*) from b group by all order by low
+            """
+        ).fetchall()
+    ]
+    namespace_names: dict[str, str] = {}
+    if "raw.companies" in tables:
+        namespace_names = dict(
+            con.execute(
+                "select company_id, any_value(name) from raw.companies "
+                "where company_id = namespace_company_id and name is not null group by 1"
+            ).fetchall()
         )
-    finally:
-        if owned:
-            con.close()
+    return ReportData(
+        warehouse=str(warehouse),
+        generated_at=now,
+        headline=headline,
+        expiring_within_days=int(days),
+        evaluated_at=evaluated_at,
+        freshness=freshness,
+        timeline=timeline,
+        undated_documents={k: int(v) for k, v in undated.items()},
+        expiring_documents=_table(con, EXPIRING_SQL),
+        completeness=completeness,
+        completeness_buckets=buckets,
+        changes=_changes(con, tables),
+        sync_issues=_table(con, ISSUES_SQL),
+        namespace_names=namespace_names,
+    )
+

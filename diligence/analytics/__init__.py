@@ -13,10 +13,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..warehouse import MODELS_MEMORY_FALLBACKS, MODELS_MEMORY_LIMIT, MODELS_THREADS, Warehouse
 from .checks import CheckResult
 from .models import ModelError, ModelsResult, build_models
 from .publish import publish_analytics
-from .warehouse import MODELS_MEMORY_FALLBACKS, MODELS_MEMORY_LIMIT, MODELS_THREADS, Warehouse
 
 log = logging.getLogger("diligence.analytics")
 
@@ -42,7 +42,7 @@ def rebuild_analytics(
     """Build the models and run the checks (dbt's data tests) on them in one ``dbt
     build``, swap them into `analytics`, and publish the copy.
 
-    The published copy of a file warehouse (see :mod:`diligence.publish`) is only
+    The published copy of a file warehouse (see :mod:`diligence.analytics.publish`) is only
     replaced when every check passed, so analysts never see a build that failed its
     checks. A lake has none: analysts attach it read-only and read `analytics`, which
     the swap replaces in one transaction.
@@ -55,7 +55,8 @@ def rebuild_analytics(
         published = None
         # a lake is read in place by analysts (read-only ATTACH): no copy
         if owner.path is not None and all(c.passed for c in checks):
-            published = publish_analytics(owner.path)
+            with owner.session(memory_limit=None) as con:
+                published = publish_analytics(owner.path, con)
     return AnalyticsResult(models=models, checks=checks, published=published)
 
 

@@ -2,7 +2,8 @@
 
 One file per report, `<report>.<ext>`, written with DuckDB `COPY ... TO` to a hidden
 temporary name in the output directory and then renamed over the final name, so a
-reader never sees a half-written file. The warehouse is opened read-only.
+reader never sees a half-written file. The reports are read through the step's session
+of the warehouse (read-only unless the step holds it for writing).
 
 CSV: UTF-8, comma-separated, one header row, timestamps in UTC. List columns
 (`selected_option_ids`, `given_company_type_ids`, ...) are written as JSON arrays
@@ -28,8 +29,8 @@ from typing import Literal
 
 import duckdb
 
-from .errors import DiligenceError
-from .filemodes import make_dirs, protect
+from ..errors import DiligenceError
+from ..warehouse.filemodes import make_dirs, protect
 
 Format = Literal["csv", "parquet"]
 
@@ -65,7 +66,7 @@ class ExportedFile:
 
 
 def export_reports(
-    warehouse: Path | duckdb.DuckDBPyConnection,
+    con: duckdb.DuckDBPyConnection,
     out_dir: Path,
     fmt: Format,
     *,
@@ -73,20 +74,13 @@ def export_reports(
     csv_raw: bool = False,
 ) -> list[ExportedFile]:
     """Write every report to `out_dir/<report>.<fmt>`; return the files written.
-    `warehouse` is a DuckDB file, or an open connection (e.g. to a lake) the caller closes;
-    `label` names that connection's warehouse in errors. `csv_raw` writes CSV text cells
+    `con` is the step's open session of the warehouse (``Warehouse.session``), which the
+    caller closes; `label` names its warehouse in errors. `csv_raw` writes CSV text cells
     without the formula guard (for machine consumers)."""
     if fmt not in ("csv", "parquet"):
         raise ValueError(f"unknown export format {fmt!r}; expected 'csv' or 'parquet'")
-    if isinstance(warehouse, duckdb.DuckDBPyConnection):
-        command = f"diligence models --warehouse {label}" if label else "diligence models"
-        return _export_all(warehouse, Path(out_dir), fmt, command, csv_raw)
-    if not Path(warehouse).is_file():
-        raise ExportError(f"warehouse {warehouse} does not exist")
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        return _export_all(
-            con, Path(out_dir), fmt, f"diligence models --warehouse {warehouse}", csv_raw
-        )
+    command = f"diligence models --warehouse {label}" if label else "diligence models"
+    return _export_all(con, Path(out_dir), fmt, command, csv_raw)
 
 
 def _export_all(

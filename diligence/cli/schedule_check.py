@@ -6,7 +6,11 @@ instead of a banner followed by a Prefect validation traceback.
 
 from __future__ import annotations
 
-from .errors import SettingsError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+from ..errors import SettingsError
 
 __all__ = ["ScheduleError", "validate_schedule"]
 
@@ -18,10 +22,6 @@ class ScheduleError(SettingsError):
 def validate_schedule(cron: str, timezone: str) -> None:
     """Raise :class:`ScheduleError` unless `cron` is a 5-field cron (croniter's rules,
     as Prefect's CronSchedule) and `timezone` an IANA zone name."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    from croniter import croniter
-
     fields = cron.split()
     if len(fields) != 5 or not croniter.is_valid(cron):
         raise ScheduleError(

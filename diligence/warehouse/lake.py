@@ -1,13 +1,14 @@
-"""A warehouse that is a lake: validate, attach, load.
+"""A warehouse that is a lake: validate, attach, load; and :func:`connect`, where DuckDB
+is opened for every warehouse, a file or a lake.
 
 A DuckLake warehouse is a PostgreSQL catalog (``ducklake:postgres:<libpq conninfo>``)
-plus a data path for its Parquet files; :mod:`diligence.location` parses the two.
+plus a data path for its Parquet files; :mod:`diligence.warehouse.location` parses the two.
 
 The shape:
 
-- :func:`~diligence.location.parse_location` turns the two settings into a
-  :class:`~diligence.location.WarehouseLocation`, or raises
-  :class:`~diligence.location.WarehouseLocationError` (one line, never a password).
+- :func:`~diligence.warehouse.location.parse_location` turns the two settings into a
+  :class:`~diligence.warehouse.location.WarehouseLocation`, or raises
+  :class:`~diligence.warehouse.location.WarehouseLocationError` (one line, never a password).
 - :func:`check_location` proves a lake usable before anything is written: the data path
   takes a file and the catalog answers.
 - :func:`connect` opens a DuckDB connection with the lake attached and selected
@@ -289,6 +290,7 @@ def _connection_destination(
 ) -> Destination[Any, Any]:
     """dlt's DuckDB destination over `connection`, qualifying names with the lake's
     catalog `ducklake_name`."""
+    # start-up: dlt loads with the first pipeline; and .destination imports this module
     from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
 
     from .destination import LakeDestination, LakeSqlClient
@@ -310,7 +312,7 @@ def _ducklake_destination(
     location: WarehouseLocation, ducklake_name: str, layout: str
 ) -> Destination[Any, Any]:
     """dlt's ducklake destination: a DuckDB of its own, attaching the lake, per job."""
-    import dlt
+    import dlt  # start-up: dlt loads with the first pipeline, not with the lake
     from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials
 
     assert location.data_path is not None
@@ -448,7 +450,7 @@ def _load_extensions(con: duckdb.DuckDBPyConnection) -> None:
         for name in EXTENSIONS:
             if name not in _installed:
                 try:
-                    import duckdb_extensions
+                    import duckdb_extensions  # optional wheel: its absence is the error below
 
                     duckdb_extensions.import_extension(name, con=con)
                 except (ImportError, duckdb.Error) as exc:

@@ -31,9 +31,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..warehouse.filemodes import write_text_atomically
+
 if TYPE_CHECKING:
-    from .steps import PipelineResult
-    from .sync import SyncResult
+    from ..steps import PipelineResult
+    from ..sync import SyncResult
 
 __all__ = ["SUMMARY_VERSION", "run_summary", "write_summary"]
 
@@ -121,6 +123,4 @@ def run_summary(result: PipelineResult) -> dict[str, Any]:
 
 def write_summary(summary: dict[str, Any], path: Path) -> Path:
     """Write `summary` as indented JSON to `path` (owner-only), atomically."""
-    from .filemodes import write_text_atomically
-
     return write_text_atomically(path, json.dumps(summary, indent=2) + "\n")

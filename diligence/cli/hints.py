@@ -7,7 +7,7 @@ ephemeral-server timeout appends the server's whole stdout and stderr).
 
 from __future__ import annotations
 
-from .errors import error_chain
+from ..errors import error_chain
 
 __all__ = ["hint_for"]
 

@@ -23,54 +23,43 @@ from pathlib import Path
 
 import duckdb
 
-from .filemodes import protect
+from ..warehouse import published_path
+from ..warehouse.filemodes import protect
 from .models import copy_comments
-from .warehouse import published_path
 
 
-def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection | None = None) -> Path:
+def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
     """Copy the `analytics` schema of `warehouse` into its published read-only file.
 
-    `con` is the step's open connection to `warehouse` (see ``Warehouse.session``);
-    without one the file is attached read-only on a connection of its own."""
+    `con` is the step's open session of `warehouse` (see ``Warehouse.session``); the
+    copy is attached to it, written, and detached again."""
     target = published_path(warehouse)
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
-    owned = con is None
-    session = duckdb.connect() if con is None else con
     try:
-        if owned:
-            # DuckDB 1.5 takes no bound parameter in ATTACH: a quoted literal instead
-            session.execute(f"attach {_sql_string(str(warehouse))} as source (read_only)")
-            source = "source"
-        else:
-            source = session.execute("select current_database()").fetchone()[0]  # type: ignore[index]
+        source = con.execute("select current_database()").fetchone()[0]  # type: ignore[index]
         tables = [
             row[0]
-            for row in session.execute(
+            for row in con.execute(
                 "select table_name from information_schema.tables where table_catalog = ? "
                 "and table_schema = 'analytics' and table_type = 'BASE TABLE' order by 1",
                 [source],
             ).fetchall()
         ]
-        session.execute(f"attach {_sql_string(str(temporary))} as published")
+        # DuckDB 1.5 takes no bound parameter in ATTACH: a quoted literal instead
+        con.execute(f"attach {_sql_string(str(temporary))} as published")
         try:
-            session.execute("create schema published.analytics")
+            con.execute("create schema published.analytics")
             for table in tables:
-                session.execute(
+                con.execute(
                     f'create table published.analytics."{table}" as '
                     f'select * from "{source}".analytics."{table}"'
                 )
-            copy_comments(session, source, "published")  # analysts see the descriptions too
+            copy_comments(con, source, "published")  # analysts see the descriptions too
         finally:
-            session.execute("detach published")
-        if owned:
-            session.execute("detach source")
+            con.execute("detach published")
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    finally:
-        if owned:
-            session.close()
     protect(temporary)  # analysts' copy: owner-only (or group) before it is visible
     os.replace(temporary, target)
     return target

@@ -8,7 +8,7 @@ needs a data path for its Parquet files: a local directory or an object-storage 
 :func:`parse_location` turns the two settings into a :class:`WarehouseLocation`, or
 raises :class:`WarehouseLocationError` (one line, never a password). Nothing here
 imports DuckDB or dlt, so every command can know where its warehouse is before it pays
-for opening one; :mod:`diligence.lake` checks, attaches and loads a lake.
+for opening one; :mod:`diligence.warehouse.lake` checks, attaches and loads a lake.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import DiligenceError
+from ..errors import DiligenceError
 
 LAKE_PREFIX = "ducklake:postgres:"
 #: conninfo keys whose values are secrets

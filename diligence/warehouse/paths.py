@@ -1,0 +1,29 @@
+"""Where a warehouse file's companions live: its WAL, the analysts' copy, dlt's folder.
+
+Pure path arithmetic (nothing is opened), shared by the writer lock, the migration and
+the :class:`~diligence.warehouse.Warehouse` itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["pipelines_dir_of", "published_path", "wal_of"]
+
+
+def wal_of(database: Path) -> Path:
+    """DuckDB's write-ahead log of the database file `database` (``<file>.wal``)."""
+    return database.with_name(database.name + ".wal")
+
+
+def published_path(warehouse: Path) -> Path:
+    """Where the analysts' read-only copy of `warehouse`'s analytics schema lives (see
+    :mod:`diligence.analytics.publish`)."""
+    return warehouse.with_name(f"{warehouse.stem}-analytics{warehouse.suffix or '.duckdb'}")
+
+
+def pipelines_dir_of(warehouse: Path) -> Path:
+    """dlt's working folder of `warehouse`: ``<dir>/.dlt-pipelines/<stem>``."""
+    warehouse = warehouse.expanduser().resolve()
+    return warehouse.parent / ".dlt-pipelines" / warehouse.stem
+
