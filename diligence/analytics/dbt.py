@@ -248,6 +248,9 @@ def render_macro(name: str, *arguments: str, project_dir: Path = PROJECT_DIR) ->
     run = invoke(["compile", "--inline", call, "--no-introspect", "--no-populate-cache"],
                  PARSE_LOCATION, project_dir=project_dir, read_only=True)
     if not run.success or not run.result or not run.result.results:
+        # dbt keeps the failed inline node in the manifest it was given, and every later
+        # inline compile of this process would fail on it: parse afresh next time
+        forget_parse(project_dir)
         raise DbtError(f"dbt could not render macro {name}: {run.error or 'no result'}")
     return str(run.result.results[0].node.compiled_code).strip()
 

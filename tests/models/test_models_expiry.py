@@ -159,3 +159,6 @@ def test_the_alerts_class_past_versions_by_the_marts_own_rule() -> None:
             assert status == (expected,), document_id
     with pytest.raises(DbtError, match="could not render macro no_such_macro"):
         render_macro("no_such_macro", "x")
+    # a failed render leaves nothing behind for the next one (the alerts render after it)
+    assert render_macro("expiry_status", "expiration_date", "is_invalid", "?::timestamptz",
+                        "?::integer") == rule
