@@ -90,7 +90,7 @@ def _two_workers(inflight: bool, faults: dict[str, Any], options: dict[str, Any]
     """Two workers (threads), one namespace each, of one account against one sandbox."""
     import httpx
 
-    from diligence.sync import SyncResult, run_sync
+    from diligence.sync import SyncResult, run_sync, source_settings
     from flows.budget import PrefectRequestBudget, account_budget
     from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
@@ -109,11 +109,9 @@ def _two_workers(inflight: bool, faults: dict[str, Any], options: dict[str, Any]
         results: dict[str, SyncResult] = {}
 
         def worker(namespace: str) -> None:
-            results[namespace] = run_sync(
-                Path(tmp) / f"{namespace}.duckdb", base_url=server.base_url,
-                namespaces=[namespace], budget=budget,
-                source_options={"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD,
-                                "token_store_path": None, **options})
+            settings = source_settings(base_url=server.base_url, namespaces=[namespace], email=DEFAULT_EMAIL,
+                                       password=DEFAULT_PASSWORD, token_store_path=None, **options)
+            results[namespace] = run_sync(Path(tmp) / f"{namespace}.duckdb", settings, budget=budget)
 
         threads = [threading.Thread(target=worker, args=(ns,)) for ns in namespaces]
         for thread in threads:

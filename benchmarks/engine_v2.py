@@ -68,9 +68,13 @@ class Responses:
 
 responses = Responses()
 started = time.perf_counter()
-result = run_sync(Path(sys.argv[1]), base_url=sys.argv[2], progress=responses,
-                  source_options={"email": sys.argv[3], "password": sys.argv[4],
-                                  "token_store_path": None, "max_concurrency": 16})
+options = {"email": sys.argv[3], "password": sys.argv[4], "token_store_path": None, "max_concurrency": 16}
+try:  # the settings resolved at the edge (this tree) or by run_sync (older trees)
+    from diligence.sync import source_settings
+except ImportError:
+    result = run_sync(Path(sys.argv[1]), base_url=sys.argv[2], progress=responses, source_options=options)
+else:
+    result = run_sync(Path(sys.argv[1]), source_settings(base_url=sys.argv[2], **options), progress=responses)
 ended = time.perf_counter()
 assert not result.failed, [o.error for o in result.failed]
 print(json.dumps({"wall": ended - started, "requests": result.requests + 1, "rows": result.rows,

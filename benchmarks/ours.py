@@ -80,7 +80,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     """Job ``sync``: keys base_url, warehouse, and optional namespaces, max_concurrency,
     models (bool), export (bool)."""
     from diligence.steps import analytics_step, export_step
-    from diligence.sync import run_sync
+    from diligence.sync import run_sync, source_settings
     from diligence.warehouse import Warehouse, pipeline_for
 
     warehouse = Path(job["warehouse"])
@@ -91,8 +91,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     marks = {"start": time.perf_counter()}
     started = marks["start"]
     cpu_started = time.process_time()
-    result = run_sync(warehouse, base_url=job["base_url"], namespaces=job.get("namespaces"),
-                      source_options=options)
+    result = run_sync(warehouse, source_settings(base_url=job["base_url"], namespaces=job.get("namespaces"),
+                                                 **options))
     total = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
     marks["synced"] = started + total

@@ -20,7 +20,7 @@ from typing import Any
 import dlt
 import duckdb
 
-from pipelines.company_connections import client_from_config, run_coroutine
+from pipelines.company_connections import SourceSettings, run_coroutine
 from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.errors import DeniedError, NotFoundError, ServiceError
 
@@ -141,10 +141,11 @@ async def _fetch_all(client: ServiceClient, pending: list[dict[str, Any]]) -> tu
 
 
 def download_documents(
-    warehouse: Warehouse, folder: Path, *, base_url: str | None = None, wait_seconds: float = 0.0
+    warehouse: Warehouse, folder: Path, settings: SourceSettings, *, wait_seconds: float = 0.0
 ) -> DownloadSummary:
-    """Download new or changed documents of `warehouse` into `folder`; see module doc.
-    The file is not held open while the documents download."""
+    """Download new or changed documents of `warehouse` into `folder`, reading the service
+    with `settings` (the sync's); see module doc. The file is not held open while the
+    documents download."""
     folder = folder.expanduser().resolve()
     summary = DownloadSummary()
     with warehouse.writing(wait_seconds=wait_seconds):
@@ -152,7 +153,7 @@ def download_documents(
             pending, summary.unchanged = _pending(con, folder)
         if not pending:
             return summary
-        client = client_from_config(**({"base_url": base_url} if base_url else {}))
+        client = settings.client()
         done, summary.failed = run_coroutine(_fetch_all(client, pending))
         summary.downloaded = len(done)
         if done:

@@ -37,6 +37,8 @@ from .errors import SyncError
 from .warehouse import DEFAULT_WAREHOUSE, Warehouse
 
 if TYPE_CHECKING:
+    from pipelines.company_connections import SourceSettings
+
     from .analytics import AnalyticsResult
     from .documents import DownloadSummary
     from .report.export import ExportedFile
@@ -66,32 +68,28 @@ class PipelineResult:
 
 def sync_step(
     warehouse: Warehouse,
+    settings: SourceSettings,
     *,
-    base_url: str | None = None,
-    namespaces: Sequence[str] | None = None,
     progress: Any | None = None,
     wait_seconds: float = 0.0,
-    source_options: dict[str, Any] | None = None,
     on_namespace: Callable[[NamespaceOutcome], None] | None = None,
     resources: Sequence[str] | None = None,
-    budget: Callable[[Any], Any] | None = None,
+    budget: Callable[[SourceSettings], Any] | None = None,
     restart: bool = False,
 ) -> SyncResult:
     """Sync the namespaces into `raw` (see :func:`diligence.sync.run_sync`).
 
-    A sync that cannot run at all (credentials, user-info, service, settings) is
-    recorded as a failed attempt for ``diligence status``, then raised.
+    A sync that cannot run at all (credentials, user-info, service) is recorded as a
+    failed attempt for ``diligence status``, then raised.
     """
     from .sync import run_sync  # start-up: dlt loads for a sync, not for `diligence export`
 
     try:
         return run_sync(
             warehouse,
-            base_url=base_url,
-            namespaces=list(namespaces) if namespaces else None,
+            settings,
             progress=progress,
             wait_seconds=wait_seconds,
-            source_options=source_options,
             on_namespace=on_namespace,
             resources=tuple(resources) if resources else None,
             budget=budget,
@@ -99,7 +97,7 @@ def sync_step(
         )
     except SyncError as exc:
         if warehouse.path is not None:  # a lake keeps no file of failed attempts
-            secrets = tuple(str(v) for k, v in (source_options or {}).items() if k in ("password", "access_token") and v)
+            secrets = tuple(str(v) for v in (settings.password, settings.access_token) if v)
             record_failed_attempt(warehouse.path, str(exc), secrets)
         raise
 
@@ -170,11 +168,8 @@ def _waited(asked: float, wait_seconds: float) -> float:
 def run_pipeline(
     warehouse: Path | Warehouse = DEFAULT_WAREHOUSE,
     *,
-    sync: bool = True,
-    base_url: str | None = None,
-    namespaces: Sequence[str] | None = None,
+    settings: SourceSettings | None = None,
     progress: Any | None = None,
-    source_options: dict[str, Any] | None = None,
     on_namespace: Callable[[NamespaceOutcome], None] | None = None,
     on_synced: Callable[[SyncResult], None] | None = None,
     download_to: Path | None = None,
@@ -190,6 +185,9 @@ def run_pipeline(
 ) -> PipelineResult:
     """Run the steps in order, holding the warehouse once for all of them.
 
+    The sync (and the downloads) read the service with `settings`, the source's settings
+    resolved by the caller (:func:`diligence.sync.source_settings`); without them only
+    the later steps run.
     `on_synced` is called after the sync step (e.g. to print its outcome before the
     models are built). Namespaces that failed do not stop the later steps: the models
     are rebuilt from what the warehouse holds (their previous data). Downloads and
@@ -201,17 +199,17 @@ def run_pipeline(
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     if download_to is not None and owner.path is None:  # before anything is fetched
         raise ValueError("--download-documents needs a DuckDB file warehouse, not a lake")
+    if download_to is not None and settings is None:
+        raise ValueError("downloading documents needs the source's settings")
     result = PipelineResult()
     asked = time.monotonic()
     with owner.writing(wait_seconds=wait_seconds):
         result.waited_seconds = _waited(asked, wait_seconds)
-        if sync:
+        if settings is not None:
             result.sync = sync_step(
                 owner,
-                base_url=base_url,
-                namespaces=namespaces,
+                settings,
                 progress=progress,
-                source_options=source_options,
                 on_namespace=on_namespace,
                 wait_seconds=wait_seconds,
                 resources=resources,
@@ -224,7 +222,7 @@ def run_pipeline(
         if download_to is not None:
             from .documents import download_documents  # start-up: dlt and the client load on demand
 
-            result.downloads = download_documents(owner, download_to, base_url=base_url)
+            result.downloads = download_documents(owner, download_to, settings)
         if models:
             result.analytics = analytics_step(
                 owner, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait_seconds

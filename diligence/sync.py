@@ -42,6 +42,7 @@ from dlt.load.configuration import LoaderConfiguration
 
 from pipelines.company_connections import (
     NamespaceSnapshot,
+    SourceSettings,
     company_connections,
     resolve_settings,
     selected_rows,
@@ -52,7 +53,6 @@ from .errors import SyncError, raised_on_purpose
 from .memory import bound_process_memory
 from .resume import plan_resume
 from .warehouse import (
-    DEFAULT_WAREHOUSE,
     LOAD_MEMORY_LIMIT,
     SIDE_BY_SIDE_LOAD_BYTES,
     SYNC_KEEP_WAL_BYTES,
@@ -62,7 +62,7 @@ from .warehouse.lake import load_retrying
 
 log = logging.getLogger("diligence.sync")
 
-__all__ = ["NamespaceOutcome", "SyncResult", "SyncError", "run_sync", "synced_namespaces"]
+__all__ = ["NamespaceOutcome", "SyncResult", "SyncError", "run_sync", "source_settings", "synced_namespaces"]
 
 
 @dataclass
@@ -155,6 +155,20 @@ def _describe(exc: BaseException) -> str:
     if raised_on_purpose(cause):
         return str(cause)
     return f"{type(cause).__name__}: {cause}"
+
+
+def source_settings(**overrides: Any) -> SourceSettings:
+    """The source's settings, resolved once at the edge (the CLI, a flow): `overrides`
+    that are not None win over dlt config (``.dlt/*.toml``, env vars), which wins over
+    the defaults. The typed object then travels down: sync, downloads, check.
+
+    Raises :class:`SyncError` (one line, not transient) when a setting is missing or
+    not one of the source's.
+    """
+    try:
+        return resolve_settings(**overrides)
+    except Exception as exc:  # noqa: BLE001 - turned into one clear line
+        raise SyncError(_describe(exc), transient=False) from None
 
 
 def synced_namespaces(warehouse: Path) -> list[str]:
@@ -274,27 +288,25 @@ def _load(
 
 
 def run_sync(
-    warehouse: Path | Warehouse = DEFAULT_WAREHOUSE,
+    warehouse: Path | Warehouse,
+    settings: SourceSettings,
     *,
-    base_url: str | None = None,
-    namespaces: list[str] | None = None,
     progress: Any | None = None,
     wait_seconds: float = 0.0,
-    source_options: dict[str, Any] | None = None,
     on_namespace: Callable[[NamespaceOutcome], None] | None = None,
     resources: tuple[str, ...] | None = None,
-    budget: Callable[[Any], Any] | None = None,
+    budget: Callable[[SourceSettings], Any] | None = None,
     restart: bool = False,
 ) -> SyncResult:
-    """Sync every namespace (or `namespaces`) into the `raw` dataset of `warehouse`.
+    """Sync every namespace (or `settings.namespaces`) into the `raw` dataset of `warehouse`.
 
+    `settings` are the source's, resolved once by the caller (see :func:`source_settings`).
     `resources` limits the load to those data resources (e.g. ``("documents",)``);
     the rows and history of the others are left untouched. `budget`, given the resolved
-    source settings, returns the account's shared request budget (or None), e.g.
+    settings, returns the account's shared request budget (or None), e.g.
     :func:`flows.budget.account_budget` under Prefect.
 
-    Settings not given here come from dlt config (``.dlt/*.toml`` or env vars), resolved
-    once. Each namespace is loaded the moment its fetch is complete, while the others
+    Each namespace is loaded the moment its fetch is complete, while the others
     are still being read; `on_namespace` is called with its outcome right after its
     load committed (or, for a namespace that could not be read completely, right after
     its failure was recorded: nothing of its data is loaded, its history stays).
@@ -303,19 +315,10 @@ def run_sync(
     not committed are read from their journals plus what they lack, those it had
     committed are not read again; `restart` starts from zero instead.
     Raises :class:`SyncError` when the sync cannot run (credentials refused, service
-    unreachable, bad configuration, a load that failed).
+    unreachable, a load that failed).
     """
     bound_process_memory()
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
-    options: dict[str, Any] = dict(source_options or {})
-    if base_url is not None:
-        options["base_url"] = base_url
-    if namespaces:
-        options["namespaces"] = list(namespaces)
-    try:
-        settings = resolve_settings(**options)
-    except Exception as exc:  # noqa: BLE001 - turned into one clear line
-        raise SyncError(_describe(exc), transient=False) from None
     synced_at = datetime.now(timezone.utc)
     sync_id = synced_at.strftime("%Y%m%dT%H%M%S%fZ")
     outcomes: list[NamespaceOutcome] = []

@@ -47,7 +47,7 @@ from .errors import NamespaceSyncError, RunFailedError
 from .notify import notify_changes
 from .report import expiring_documents, summary_markdown
 from .retry import failure_of, first_attempt, retry_if_transient
-from .service import configured_namespaces, credential_options, mask, user_companies
+from .service import configured_namespaces, flow_settings, mask, user_companies
 
 FLOW_NAME = "company-connections-sync"
 SUMMARY_ARTIFACT_KEY = "company-connections-sync-summary"
@@ -93,7 +93,7 @@ def resolve_namespaces(
     company of user-info plus every namespace synced before (so one whose access was
     lost fails loudly instead of silently going stale)."""
     logger = get_run_logger()
-    available = user_companies(base_url=base_url, options=credential_options())
+    available = user_companies(flow_settings(base_url))
     wanted = list(
         dict.fromkeys(
             namespaces
@@ -156,10 +156,8 @@ def sync_namespaces(
 
     result = sync_step(
         Warehouse(Path(warehouse)),
-        base_url=base_url,
-        namespaces=namespaces,
+        flow_settings(base_url, namespaces),
         wait_seconds=LOCK_WAIT_SECONDS,
-        source_options=credential_options(),
         budget=account_budget,
         on_namespace=report,
         restart=restart and first_attempt(),

@@ -43,7 +43,7 @@ from .company_connections_sync import (
     raise_for_failures,
 )
 from .retry import first_attempt
-from .service import configured_namespaces, credential_options, user_companies
+from .service import configured_namespaces, flow_settings, user_companies
 
 FANOUT_FLOW_NAME = "company-connections-fanout"
 NAMESPACE_FLOW_NAME = "company-connections-namespace"
@@ -79,10 +79,8 @@ def sync_one_namespace(
     logger = get_run_logger()
     result = sync_step(
         owner_of(warehouse, data_path, pipelines_dir),
-        base_url=base_url,
-        namespaces=[namespace],
+        flow_settings(base_url, [namespace]),
         wait_seconds=LOCK_WAIT_SECONDS,
-        source_options=credential_options(),
         budget=account_budget,
         restart=restart and first_attempt(),
     )
@@ -195,7 +193,7 @@ def company_connections_fanout(
     started = datetime.now(timezone.utc)
     wanted = list(dict.fromkeys(
         namespaces or configured_namespaces()
-        or user_companies(base_url=base_url, options=credential_options())
+        or user_companies(flow_settings(base_url))
     ))
     logger.info("fanning out %d namespaces onto %s", len(wanted), namespace_deployment)
     prepare_warehouse(warehouse, data_path, pipelines_dir)

@@ -17,13 +17,15 @@ from prefect.blocks.system import Secret
 
 from diligence.config import configured_namespaces
 from diligence.logs import mask_secrets
-from pipelines.company_connections import client_from_config, run_coroutine
+from diligence.sync import source_settings
+from pipelines.company_connections import SourceSettings, run_coroutine
 from pipelines.company_connections.credentials import configured_secret
 
 __all__ = [
     "PASSWORD_BLOCK",
     "configured_namespaces",
     "credential_options",
+    "flow_settings",
     "mask",
     "password_from_block",
     "secret_values",
@@ -64,17 +66,19 @@ def mask(text: str) -> str:
     return mask_secrets(text, secret_values())
 
 
-def user_companies(*, base_url: str | None, options: dict[str, Any]) -> list[str]:
+def flow_settings(base_url: str | None, namespaces: list[str] | None = None) -> SourceSettings:
+    """The source's settings for a flow run: the parameters, then dlt config, with the
+    password from the Secret block when config has no credentials. Resolved inside the
+    task that uses them, so no secret ever becomes a flow or task parameter."""
+    return source_settings(base_url=base_url, namespaces=namespaces or None, **credential_options())
+
+
+def user_companies(settings: SourceSettings) -> list[str]:
     """The `companyId` of every role in user-info: the namespaces the user can sync.
 
-    Settings not given in `options` (or `base_url`) come from dlt config, exactly as for
-    the sync itself. Raises the client's `AuthenticationError` on bad credentials and
-    dlt's `ConfigFieldMissingException` when a setting is missing.
+    Raises the client's `AuthenticationError` on bad credentials.
     """
-    overrides = dict(options)
-    if base_url is not None:
-        overrides["base_url"] = base_url
-    client = client_from_config(**overrides)
+    client = settings.client()
 
     async def read() -> list[str]:
         async with client:

@@ -8,16 +8,27 @@ from typing import Any
 
 import duckdb
 
-from diligence.sync import SyncResult, run_sync
+from diligence.sync import SyncResult, run_sync, source_settings
 from diligence.warehouse import pipelines_dir_of
+from pipelines.company_connections import SourceSettings
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 CREDENTIALS = {"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD}
 
 
-def sync(server: SandboxServer, warehouse: Path, **options: Any) -> SyncResult:
-    source_options = {**CREDENTIALS, "token_store_path": None, **options.pop("source_options", {})}
-    return run_sync(warehouse, base_url=server.base_url, source_options=source_options, **options)
+def settings_for(server: SandboxServer, **overrides: Any) -> SourceSettings:
+    """The source's settings for `server`: its login, renewed tokens not saved, then
+    `overrides` (e.g. ``namespaces=[...]``, ``max_concurrency=4``)."""
+    return source_settings(**{"base_url": server.base_url, **CREDENTIALS, "token_store_path": None, **overrides})
+
+
+def sync(
+    server: SandboxServer, warehouse: Path, *, settings: dict[str, Any] | None = None,
+    namespaces: list[str] | None = None, **options: Any,
+) -> SyncResult:
+    """Sync `server` into `warehouse` with :func:`settings_for` its `settings`;
+    `options` go to :func:`run_sync`."""
+    return run_sync(warehouse, settings_for(server, namespaces=namespaces, **(settings or {})), **options)
 
 
 def copy_warehouse(source: Path, target: Path) -> Path:

@@ -119,15 +119,17 @@ def _say(message: str) -> None:
         out.print(message, highlight=False)
 
 
-def _password_from_stdin(options: dict[str, Any]) -> None:
-    """Read the password from stdin into `options`; mask it in every log line from now."""
+def _password_from_stdin(asked: bool) -> str | None:
+    """The password from stdin when `asked` (else None); masked in every log line from now."""
+    if not asked:
+        return None
     try:
         password = read_password_stdin()
     except ValueError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
-    options["password"] = password
     _state["secrets"] = (*_state["secrets"], password)
     configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
+    return password
 
 
 def _secrets() -> tuple[str, ...]:
@@ -280,6 +282,7 @@ def sync(
     data is kept). A sync that loaded nothing builds and publishes nothing.
     """
     from ..steps import run_pipeline  # start-up: dlt and dbt load when a command runs
+    from ..sync import source_settings
 
     owner = _warehouse(warehouse, data_path)
     try:
@@ -291,20 +294,17 @@ def sync(
             f"--select needs a warehouse filled by a full sync first; run `diligence sync "
             f"--warehouse {owner.display()}` without --select once", EXIT_USAGE
         )
-    options: dict[str, Any] = {}
-    if max_concurrency is not None:
-        options["max_concurrency"] = max_concurrency
-    if password_stdin:
-        _password_from_stdin(options)
+    settings = source_settings(
+        base_url=base_url, namespaces=namespace or None, max_concurrency=max_concurrency,
+        password=_password_from_stdin(password_stdin),
+    )
     interval = 1.0 if _state["verbosity"] > 0 else 5.0
     with SyncProgress(console=err, interval=interval, enabled=not _quiet()) as progress:
         try:
             result = run_pipeline(
                 owner,
-                base_url=base_url,
-                namespaces=namespace,
+                settings=settings,
                 progress=progress,
-                source_options=options,
                 on_synced=lambda synced: (progress.stop(), _print_sync(synced)),
                 download_to=download_documents,
                 models=not no_models,
@@ -411,7 +411,7 @@ def _build_models(warehouse: Any, expiring_within_days: int, as_of: datetime | N
     from ..steps import run_pipeline  # start-up: dlt and dbt load when a command runs
 
     result = run_pipeline(
-        warehouse, sync=False, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait
+        warehouse, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait
     )
     assert result.analytics is not None
     _print_waited(result.waited_seconds, warehouse.display())
@@ -445,12 +445,12 @@ def check(
     Logs in, reads user-info and each namespace's connections with their reading
     rights; never opens the warehouse. Exits non-zero with one line naming what to fix.
     """
-    from .check import report_lines, run_check  # start-up: the client (httpx, dlt) loads here
+    from ..sync import source_settings  # start-up: the client (httpx, dlt) loads here
+    from .check import report_lines, run_check
 
-    options: dict[str, Any] = {}
-    if password_stdin:
-        _password_from_stdin(options)
-    report = run_check(base_url=base_url, namespaces=namespace, source_options=options)
+    settings = source_settings(base_url=base_url, namespaces=namespace or None,
+                               password=_password_from_stdin(password_stdin))
+    report = run_check(settings)
     lines = report_lines(report)
     for line in lines if not _quiet() else lines[-1:]:
         out.print(line, highlight=False, markup=False)

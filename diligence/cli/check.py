@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from pipelines.company_connections import resolve_settings, run_coroutine
+from pipelines.company_connections import SourceSettings, run_coroutine
 from pipelines.company_connections.errors import DeniedError, NotFoundError, SourceError
 
 from ..errors import DiligenceError
@@ -87,14 +87,14 @@ async def _rights(client: Any, namespace: str, own_types: int) -> NamespaceRight
     return rights
 
 
-async def _check(settings: Any, namespaces: list[str] | None) -> CheckReport:
+async def _check(settings: SourceSettings) -> CheckReport:
     async with settings.client() as client:
         auth = "password login" if settings.password else "access token"
         if settings.password:
             await client.login()
         info = await client.user_info()
         available = list(dict.fromkeys(info.company_ids))
-        wanted = list(dict.fromkeys(namespaces or settings.namespaces or available))
+        wanted = list(dict.fromkeys(settings.namespaces or available))
         unknown = [ns for ns in wanted if ns not in available]
         if unknown:
             raise CheckError(
@@ -113,19 +113,13 @@ async def _check(settings: Any, namespaces: list[str] | None) -> CheckReport:
         return report
 
 
-def run_check(
-    *, base_url: str | None = None, namespaces: list[str] | None = None, source_options: dict[str, Any] | None = None
-) -> CheckReport:
-    """Resolve the settings, log in, read user-info and every namespace's reading rights.
+def run_check(settings: SourceSettings) -> CheckReport:
+    """Log in with `settings`, read user-info and every namespace's reading rights.
 
     Raises :class:`CheckError` (one line) when something would stop a sync.
     """
-    options: dict[str, Any] = dict(source_options or {})
-    if base_url is not None:
-        options["base_url"] = base_url
     try:
-        settings = resolve_settings(**options)
-        return run_coroutine(_check(settings, namespaces))
+        return run_coroutine(_check(settings))
     except CheckError:
         raise
     except SourceError as exc:

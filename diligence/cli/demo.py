@@ -11,6 +11,7 @@ from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from ..config import EXPORT_FORMATS
 from ..errors import SyncError
 from ..steps import run_pipeline
+from ..sync import source_settings
 from ..warehouse import Warehouse
 from .progress import SyncProgress
 
@@ -42,9 +43,10 @@ def run_demo(
         with SyncProgress(console=progress_console or Console(stderr=True)) as progress:
             done = run_pipeline(
                 owner,
-                base_url=sandbox.base_url,
+                settings=source_settings(
+                    base_url=sandbox.base_url, email=DEFAULT_EMAIL, password=DEFAULT_PASSWORD
+                ),
                 progress=progress,
-                source_options={"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD},
                 on_synced=lambda _: progress.stop(),
                 export_to=out_dir,
                 export_formats=EXPORT_FORMATS,

@@ -45,7 +45,6 @@ import uvloop
 from dlt.extract import DltResource
 
 from . import settings as s
-from .client import ServiceClient
 from .config import SourceSettings, resolve_settings
 from .extract import (
     NamespaceFailure,
@@ -64,7 +63,6 @@ __all__ = [
     "company_connections",
     "stream_namespaces",
     "NamespaceStream",
-    "client_from_config",
     "resolve_settings",
     "run_coroutine",
     "SourceSettings",
@@ -111,11 +109,6 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     if error:
         raise error[0]
     return result[0]
-
-
-def client_from_config(**overrides: Any) -> ServiceClient:
-    """A client for one run: `overrides`, else dlt config (see :func:`resolve_settings`)."""
-    return resolve_settings(**overrides).client()
 
 
 # -- the streaming fetch -------------------------------------------------------------------

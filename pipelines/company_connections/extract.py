@@ -593,7 +593,8 @@ async def extract_namespaces(
     bounds the connections of a namespace being read at once. A namespace none of whose
     requests completes for `stall_timeout` seconds fails (:class:`~.errors.StalledError`,
     naming what the client waited for); so does the whole run if user-info does not
-    answer within it. `on_all_read` is
+    answer within it (time queued behind the account's other runs, see
+    :meth:`~.client.ServiceClient.queued`, does not count). `on_all_read` is
     called once every namespace is read, just before the last result goes to
     `on_complete`.
 
@@ -616,9 +617,12 @@ async def extract_namespaces(
         on_complete(result)
 
     asking = asyncio.ensure_future(client.user_info())
-    await asyncio.wait([asking], timeout=stall_timeout)
-    while not asking.done() and client.queued():  # behind the account's other runs
-        await asyncio.wait([asking], timeout=stall_timeout)
+    loop = asyncio.get_running_loop()
+    deadline = None if stall_timeout is None else loop.time() + stall_timeout
+    while not asking.done() and (deadline is None or loop.time() < deadline):
+        await asyncio.wait([asking], timeout=None if deadline is None else min(0.25, stall_timeout))
+        if deadline is not None and client.queued():  # behind the account's other runs:
+            deadline = loop.time() + stall_timeout    # the clock starts once it is let in
     if not asking.done():
         state = client.waiting_for()
         asking.cancel()

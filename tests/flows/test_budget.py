@@ -18,7 +18,7 @@ import flows.budget as budget_module
 from diligence.sync import SyncResult, run_sync
 from flows.budget import InflightShare, PrefectRequestBudget, account_budget, limit_name
 from sandbox.server import SandboxServer
-from tests.helpers import CREDENTIALS
+from tests.helpers import CREDENTIALS, settings_for
 
 pytestmark = pytest.mark.slow
 
@@ -47,9 +47,8 @@ def _two_workers(server: SandboxServer, tmp_path: Path, budgets: list[PrefectReq
 
     def worker(namespace: str) -> None:
         results[namespace] = run_sync(
-            tmp_path / f"{namespace}.duckdb", base_url=server.base_url,
-            namespaces=[namespace], budget=budget,
-            source_options={**CREDENTIALS, "token_store_path": None, **options})
+            tmp_path / f"{namespace}.duckdb", settings_for(server, namespaces=[namespace], **options),
+            budget=budget)
 
     threads = [threading.Thread(target=worker, args=(ns,)) for ns in namespaces]
     for thread in threads:
@@ -132,10 +131,8 @@ def test_a_run_queued_behind_the_accounts_other_runs_is_not_a_stall(
         assert holding.wait(timeout=60)
         threading.Timer(4, done.set).start()
         started = time.monotonic()
-        result = run_sync(tmp_path / "w.duckdb", base_url=server.base_url,
-                          budget=account_budget,
-                          source_options={**CREDENTIALS, "token_store_path": None,
-                                          "max_concurrency": 2, "stall_timeout": 1})
+        result = run_sync(tmp_path / "w.duckdb", settings_for(server, max_concurrency=2, stall_timeout=1),
+                          budget=account_budget)
         seconds = time.monotonic() - started
         other.join(timeout=60)
     assert not result.failed, [outcome.error for outcome in result.failed]

@@ -41,7 +41,8 @@ from pipelines.company_connections.errors import (
     ConfigurationError,
     RequestFailedError,
 )
-from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from sandbox.server import SandboxServer
+from tests.helpers import settings_for
 
 OK = NamespaceOutcome("ns-ok", "success", 166, 215, 1, 0.42)
 BROKEN = NamespaceOutcome(
@@ -243,12 +244,7 @@ def test_the_flow_reads_settings_through_diligence_config(monkeypatch: pytest.Mo
 def synced_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     warehouse = tmp_path_factory.mktemp("warehouse") / "warehouse.duckdb"
     with SandboxServer(scale="small") as sandbox:
-        run_sync(
-            warehouse,
-            base_url=sandbox.base_url,
-            namespaces=[sandbox.world.namespaces[0]],
-            source_options={"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD},
-        )
+        run_sync(warehouse, settings_for(sandbox, namespaces=[sandbox.world.namespaces[0]]))
     yield warehouse
 
 

@@ -18,7 +18,7 @@ from prefect.blocks.system import Secret
 import flows.company_connections_sync as flow_module
 from diligence.analytics.checks import check_names
 from diligence.report.export import REPORTS
-from diligence.sync import run_sync
+from diligence.sync import run_sync, source_settings
 from flows.company_connections_sync import (
     DBT_BUILD_ARTIFACT_KEY,
     DOCUMENTS_ARTIFACT_KEY,
@@ -175,11 +175,8 @@ def test_namespace_whose_access_was_lost_fails_loudly(
     sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
 ) -> None:
     lost = "11111111-access-lost"
-    run_sync(
-        Path(paths["warehouse"]),
-        base_url=sandbox.base_url,
-        namespaces=[sandbox.world.namespaces[0]],
-    )
+    run_sync(Path(paths["warehouse"]),
+             source_settings(base_url=sandbox.base_url, namespaces=[sandbox.world.namespaces[0]]))
     with duckdb.connect(paths["warehouse"]) as con:  # an earlier sync loaded `lost`
         con.execute(
             "insert into raw.sync_runs select * replace (? as namespace_company_id) "

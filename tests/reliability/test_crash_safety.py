@@ -22,9 +22,9 @@ SYNC = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from diligence.sync import run_sync
-    run_sync(Path(sys.argv[1]), base_url=sys.argv[2],
-             source_options={"email": sys.argv[3], "password": sys.argv[4], "max_concurrency": 4})
+    from diligence.sync import run_sync, source_settings
+    run_sync(Path(sys.argv[1]), source_settings(base_url=sys.argv[2], email=sys.argv[3],
+                                                password=sys.argv[4], max_concurrency=4))
     """
 )
 

@@ -88,7 +88,7 @@ def test_fault_row_ends_like_a_clean_run(
     faults, options = CLEAN_ROWS[row]
     with SandboxServer(scale="small", today=TODAY) as server:
         server.faults.update(faults)
-        result = sync(server, warehouse, source_options={"max_attempts": 8, **options})
+        result = sync(server, warehouse, settings={"max_attempts": 8, **options})
         injected = _stats(server)
     assert not result.failed, [o.error for o in result.failed]
     assert state(warehouse) == clean_state
@@ -117,7 +117,7 @@ def test_token_invalidated_mid_run_by_another_process(
 
         other = threading.Thread(target=renew_elsewhere)
         other.start()
-        result = sync(server, warehouse, source_options={"max_concurrency": 4})
+        result = sync(server, warehouse, settings={"max_concurrency": 4})
         other.join(timeout=30)
         logins = _stats(server)["by_endpoint"].get("1", {})
     assert not result.failed
@@ -208,7 +208,7 @@ def _refused(
         before = _first_sync(clean_synced, warehouse)
         failing = server.world.namespaces[0]
         change(server, failing)
-        result = sync(server, warehouse, source_options={"max_attempts": 2, "backoff_initial": 0.01})
+        result = sync(server, warehouse, settings={"max_attempts": 2, "backoff_initial": 0.01})
     assert [o.namespace_company_id for o in result.failed] == [failing]
     assert words in (result.failed[0].error or "")
     return result, before, state(warehouse), failing

@@ -35,13 +35,13 @@ def medium() -> Iterator[SandboxServer]:
 
 
 def _timed(server: SandboxServer, warehouse: Path, faults: dict[str, Any],
-           **source_options: Any) -> tuple[SyncResult, float, dict[str, Any]]:
+           **settings: Any) -> tuple[SyncResult, float, dict[str, Any]]:
     server.faults.reset()
     server.faults.update(faults)
     httpx.post(f"{server.base_url}/_sandbox/stats/reset")
     started = time.monotonic()
     try:
-        result = sync(server, warehouse, source_options=source_options)
+        result = sync(server, warehouse, settings=settings)
     finally:
         server.faults.reset()
     seconds = time.monotonic() - started
@@ -105,7 +105,7 @@ def test_a_sync_that_stops_progressing_fails_with_what_it_waited_for(tmp_path: P
         watcher.start()
         started = time.monotonic()
         result = sync(server, tmp_path / "w.duckdb",
-                      source_options={"stall_timeout": 2, "request_timeout": 60})
+                      settings={"stall_timeout": 2, "request_timeout": 60})
         seconds = time.monotonic() - started
         watcher.join()
         server.faults.reset()

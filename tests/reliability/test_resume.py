@@ -36,10 +36,9 @@ SYNC = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from diligence.sync import run_sync
-    run_sync(Path(sys.argv[1]), base_url=sys.argv[2],
-             source_options={"email": sys.argv[3], "password": sys.argv[4],
-                             "max_concurrency": int(sys.argv[5]), "token_store_path": None})
+    from diligence.sync import run_sync, source_settings
+    run_sync(Path(sys.argv[1]), source_settings(base_url=sys.argv[2], email=sys.argv[3], password=sys.argv[4],
+                                                max_concurrency=int(sys.argv[5]), token_store_path=None))
     """
 )
 
@@ -63,7 +62,7 @@ def clean(medium: SandboxServer, tmp_path_factory: pytest.TempPathFactory) -> tu
     """What an uninterrupted sync lands, and how many requests it sends."""
     warehouse = tmp_path_factory.mktemp("clean") / "warehouse.duckdb"
     _reset(medium)
-    result = sync(medium, warehouse, source_options={"max_concurrency": CONCURRENCY})
+    result = sync(medium, warehouse, settings={"max_concurrency": CONCURRENCY})
     assert not result.failed
     return state(warehouse), _stats(medium)["total"]
 
@@ -105,7 +104,7 @@ def test_sigkill_at_several_points_then_the_rerun_is_exact_and_asks_only_what_is
             warehouse.parent.mkdir()
             answered = _kill_at(medium, warehouse, None if share is None else int(share * full))
             _reset(medium)
-            result = sync(medium, warehouse, source_options={"max_concurrency": CONCURRENCY})
+            result = sync(medium, warehouse, settings={"max_concurrency": CONCURRENCY})
             rerun = _stats(medium)["total"]
             assert not result.failed, [o.error for o in result.failed]
             assert state(warehouse) == expected, f"kill at {share or 'the first commit'}"
@@ -139,7 +138,7 @@ def test_a_torn_journal_tail_is_dropped_and_the_rest_is_kept(
         file.write((1000).to_bytes(4, "little") + b"\x00\x01\x02\x03" + b'["compa')
     after = {j.namespace: j.requests_kept for j in resumable_journals(Warehouse(warehouse))}
     assert after == before
-    result = sync(medium, warehouse, source_options={"max_concurrency": CONCURRENCY})
+    result = sync(medium, warehouse, settings={"max_concurrency": CONCURRENCY})
     assert not result.failed
     assert state(warehouse) == expected
 
@@ -163,7 +162,7 @@ def test_a_journal_of_another_account_is_ignored(
         _rewrite_account(path, identity.account)
     _reset(medium)
     with caplog.at_level("WARNING", logger="diligence.journal"):
-        result = sync(medium, warehouse, source_options={"max_concurrency": CONCURRENCY})
+        result = sync(medium, warehouse, settings={"max_concurrency": CONCURRENCY})
     assert not result.failed
     assert sum(o.requests_kept for o in result.namespaces) == 0
     assert not result.not_read_again

@@ -48,7 +48,7 @@ def test_token_only_mode_persists_renewed_token_with_0600(tmp_path: Path) -> Non
         result = sync(
             server,
             warehouse,
-            source_options={
+            settings={
                 "email": None,
                 "password": None,
                 "access_token": token,

@@ -27,7 +27,7 @@ def test_second_sync_exits_clearly_while_first_runs(warehouse: Path) -> None:
 
         def first() -> None:
             try:
-                outcome["result"] = sync(server, warehouse, source_options={"max_concurrency": 4})
+                outcome["result"] = sync(server, warehouse, settings={"max_concurrency": 4})
             except BaseException as exc:  # pragma: no cover - reported below
                 outcome["error"] = exc
             finally:

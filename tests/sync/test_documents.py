@@ -6,24 +6,21 @@ import hashlib
 from pathlib import Path
 
 import httpx
-import pytest
 
 from diligence.documents import download_documents
 from diligence.warehouse import Warehouse
-from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
-from tests.helpers import query, sync
+from sandbox.server import SandboxServer
+from tests.helpers import query, settings_for, sync
 
 
 def test_documents_are_downloaded_once_and_again_when_changed(
-    sandbox: SandboxServer, warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sandbox: SandboxServer, warehouse: Path, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__EMAIL", DEFAULT_EMAIL)
-    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__PASSWORD", DEFAULT_PASSWORD)
     folder = tmp_path / "files"
     sync(sandbox, warehouse)
     (current,) = query(warehouse, "select count(*) from raw.documents where _dlt_valid_to is null")[0]
 
-    first = download_documents(Warehouse(warehouse), folder, base_url=sandbox.base_url)
+    first = download_documents(Warehouse(warehouse), folder, settings_for(sandbox))
     assert (first.downloaded, first.unchanged, first.failed) == (current, 0, 0)
     rows = query(warehouse, "select path, size_bytes, sha256 from raw.document_files")
     assert len(rows) == current
@@ -31,7 +28,7 @@ def test_documents_are_downloaded_once_and_again_when_changed(
         data = Path(path).read_bytes()
         assert len(data) == size and hashlib.sha256(data).hexdigest() == digest
 
-    again = download_documents(Warehouse(warehouse), folder, base_url=sandbox.base_url)
+    again = download_documents(Warehouse(warehouse), folder, settings_for(sandbox))
     assert (again.downloaded, again.unchanged) == (0, current)
     downloads = httpx.get(f"{sandbox.base_url}/_sandbox/stats").json()["files"]
 
@@ -43,16 +40,14 @@ def test_documents_are_downloaded_once_and_again_when_changed(
     )[0][0]
     sandbox.world.update_document(document_id, set_fields={"expirationDate": "2031-01-01T00:00:00"})
     sync(sandbox, warehouse)
-    changed = download_documents(Warehouse(warehouse), folder, base_url=sandbox.base_url)
+    changed = download_documents(Warehouse(warehouse), folder, settings_for(sandbox))
     assert changed.downloaded >= 1 and changed.unchanged == current - changed.downloaded
     assert httpx.get(f"{sandbox.base_url}/_sandbox/stats").json()["files"] != downloads
 
 
 def test_a_symlinked_folder_in_the_download_folder_is_never_written_through(
-    sandbox: SandboxServer, warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sandbox: SandboxServer, warehouse: Path, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__EMAIL", DEFAULT_EMAIL)
-    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__PASSWORD", DEFAULT_PASSWORD)
     folder, outside = tmp_path / "files", tmp_path / "outside"
     outside.mkdir()
     sync(sandbox, warehouse)
@@ -62,24 +57,22 @@ def test_a_symlinked_folder_in_the_download_folder_is_never_written_through(
     from diligence.documents import _safe
 
     (folder / _safe(namespaces[0], "ns")).symlink_to(outside, target_is_directory=True)
-    summary = download_documents(Warehouse(warehouse), folder, base_url=sandbox.base_url)
+    summary = download_documents(Warehouse(warehouse), folder, settings_for(sandbox))
     assert summary.failed >= 1
     assert list(outside.iterdir()) == []
 
 
 def test_a_warehouse_deleted_beside_its_pipeline_folder_starts_afresh(
-    sandbox: SandboxServer, warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sandbox: SandboxServer, warehouse: Path, tmp_path: Path
 ) -> None:
     """A user deletes the warehouse file but not `.dlt-pipelines/` next to it: dlt's old
     state must not make it skip creating tables in the new file (downloads included)."""
-    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__EMAIL", DEFAULT_EMAIL)
-    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__PASSWORD", DEFAULT_PASSWORD)
     sync(sandbox, warehouse)
-    assert download_documents(Warehouse(warehouse), tmp_path / "first", base_url=sandbox.base_url).failed == 0
+    assert download_documents(Warehouse(warehouse), tmp_path / "first", settings_for(sandbox)).failed == 0
     warehouse.unlink()
     warehouse.with_name(warehouse.name + ".wal").unlink(missing_ok=True)
     assert not sync(sandbox, warehouse).failed
-    again = download_documents(Warehouse(warehouse), tmp_path / "again", base_url=sandbox.base_url)
+    again = download_documents(Warehouse(warehouse), tmp_path / "again", settings_for(sandbox))
     (current,) = query(warehouse, "select count(*) from raw.documents where _dlt_valid_to is null")[0]
     assert (again.downloaded, again.failed) == (current, 0)
     assert query(warehouse, "select count(*) from raw.document_files")[0][0] == current

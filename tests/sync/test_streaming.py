@@ -132,7 +132,7 @@ def test_a_failed_namespace_leaves_nothing_behind(
     # fails half-way: many of its rows were already read and staged
     _fail_documents_after(monkeypatch, broken, 20)
 
-    result = sync(sandbox, warehouse, source_options={"batch_size": 5})
+    result = sync(sandbox, warehouse, settings={"batch_size": 5})
 
     assert [o.namespace_company_id for o in result.failed] == [broken]
     assert "failed after 6 attempt(s)" in (result.failed[0].error or "")
@@ -158,7 +158,7 @@ def test_a_failed_namespace_keeps_its_previous_data_and_history(
     sandbox.world.remove_connection(broken, next(c for c, _ in sandbox.world.readable_pairs(broken) if c != broken))
     _fail_documents_after(monkeypatch, broken, 20)
 
-    result = sync(sandbox, warehouse, source_options={"batch_size": 5})
+    result = sync(sandbox, warehouse, settings={"batch_size": 5})
 
     assert [o.namespace_company_id for o in result.failed] == [broken]
     after = current_counts(warehouse)

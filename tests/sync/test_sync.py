@@ -143,7 +143,7 @@ def test_drift_data_loads(warehouse: Path) -> None:
 
 def test_wrong_password_fails_with_one_clear_error(sandbox: SandboxServer, warehouse: Path) -> None:
     with pytest.raises(SyncError) as caught:
-        sync(sandbox, warehouse, source_options={"password": "not-the-password"})
+        sync(sandbox, warehouse, settings={"password": "not-the-password"})
     message = str(caught.value)
     assert "401" in message or "credentials" in message.lower() or "rejected" in message.lower()
     assert "not-the-password" not in message
@@ -157,13 +157,9 @@ def test_unreachable_service_fails_clearly(warehouse: Path) -> None:
 
 
 def run_unreachable(warehouse: Path) -> None:
-    from diligence.sync import run_sync
+    from diligence.sync import run_sync, source_settings
 
-    run_sync(
-        warehouse,
-        base_url="http://127.0.0.1:9",
-        source_options={"email": "a@b.c", "password": "x", "max_attempts": 2},
-    )
+    run_sync(warehouse, source_settings(base_url="http://127.0.0.1:9", email="a@b.c", password="x", max_attempts=2))
 
 
 def test_unknown_namespace_is_named_and_others_load(sandbox: SandboxServer, warehouse: Path) -> None:
@@ -185,7 +181,7 @@ def test_failing_namespace_is_not_committed_and_keeps_its_data(
     doc = sandbox.world.documents(company_id, type_id)[0]
     sandbox.world.delete_document(doc["id"])
 
-    result = sync(sandbox, warehouse, source_options={"max_attempts": 2})
+    result = sync(sandbox, warehouse, settings={"max_attempts": 2})
 
     assert [o.namespace_company_id for o in result.failed] == [failing]
     assert "500" in (result.failed[0].error or "") or "failed" in (result.failed[0].error or "")
@@ -242,7 +238,7 @@ def test_token_expiring_mid_run_is_renewed(warehouse: Path) -> None:
     with SandboxServer(scale="small") as server:
         server.faults.token_lifetime = 2
         server.faults.latency_ms = 40
-        result = sync(server, warehouse, source_options={"max_concurrency": 4})
+        result = sync(server, warehouse, settings={"max_concurrency": 4})
         stats = httpx.get(f"{server.base_url}/_sandbox/stats").json()
     assert not result.failed
     assert result.timings["extract"] > 2, "the run must outlive the first token"
