@@ -30,6 +30,7 @@ the same lake.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 import uuid
@@ -41,7 +42,7 @@ from urllib.parse import quote, urlencode
 import duckdb
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from .filemodes import make_dirs
+from .filemodes import make_dirs, protect
 from .location import (
     LAKE_PREFIX,
     SECRET_KEYS,
@@ -52,6 +53,7 @@ from .location import (
     parse_conninfo,
     redact,
 )
+from .paths import wal_of
 
 if TYPE_CHECKING:
     from dlt.common.destination import Destination
@@ -125,6 +127,27 @@ def check_catalog(location: WarehouseLocation) -> None:
         con.close()
 
 
+def _create_file(path: Path) -> None:
+    """Create an empty DuckDB file at `path` all at once.
+
+    DuckDB writes a new file's header only after creating the file, so a process killed
+    in between would leave a file that no DuckDB opens, and every later command on the
+    warehouse would fail. The file is made under a temporary name beside it, given its
+    modes, then linked into place; a file another process made meanwhile wins.
+    """
+    partial = path.with_name(f".{path.name}.{os.getpid()}.new")
+    try:
+        duckdb.connect(str(partial)).close()
+        protect(partial)
+        try:
+            os.link(partial, path)
+        except FileExistsError:
+            pass
+    finally:
+        partial.unlink(missing_ok=True)
+        wal_of(partial).unlink(missing_ok=True)
+
+
 def connect(
     location: WarehouseLocation,
     *,
@@ -136,6 +159,8 @@ def connect(
     ``analytics.*`` resolve in it. The caller closes the connection."""
     if not location.is_lake:
         assert location.path is not None
+        if not read_only and not location.path.exists():
+            _create_file(location.path)
         return duckdb.connect(str(location.path), read_only=read_only)
     _require_identifier(alias)
     con = duckdb.connect()

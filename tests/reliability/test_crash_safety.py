@@ -118,3 +118,31 @@ def test_sigkill_then_rerun_matches_a_clean_run(
         "from raw.questionnaires where _dlt_valid_to is null group by all having count(*) > 1)",
     )
     assert duplicates == [(0,)]
+
+
+def test_a_kill_while_the_warehouse_file_is_created_leaves_no_broken_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB creates a new file before it writes the file's header: a sync killed in
+    between must not leave a file that no later command opens. The file appears whole
+    (header written, modes set) or not at all."""
+    import duckdb
+
+    from diligence.warehouse import Warehouse, lake
+
+    path = tmp_path / "warehouse.duckdb"
+
+    def killed(*_: object) -> None:
+        raise SystemExit("killed before the file was linked into place")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(lake.os, "link", killed)
+        with pytest.raises(SystemExit):
+            Warehouse(path).connect().close()
+    assert not path.exists()
+    assert list(tmp_path.iterdir()) == []  # nothing half-made left beside it
+
+    Warehouse(path).connect().close()
+    assert oct(path.stat().st_mode & 0o777) == oct(0o600)
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert con.execute("select 1").fetchone() == (1,)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["warehouse.duckdb"]
