@@ -18,8 +18,10 @@ install: $(BIN)/diligence
 demo: install
 	$(BIN)/diligence demo
 
+# Three pytest workers (pytest-xdist), a test file each at a time: most tests wait on a
+# server or a subprocess, so three keep both cores busy; the slowest are listed.
 test: install browser postgres
-	$(BIN)/pytest
+	$(BIN)/pytest -n 3 --dist loadfile --durations=20
 
 # Headless Chromium for the report's browser test (tests/report): Debian's package,
 # installed when missing (as root, or through sudo).
