@@ -49,8 +49,12 @@ import json, sys, time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 begun = time.perf_counter()
-from diligence.analytics.checks import run_checks
-from diligence.analytics.models import build_models
+try:
+    from diligence.analytics.checks import run_checks
+    from diligence.analytics.models import build_models
+except ImportError:  # a tree from before diligence/ was in folders
+    from diligence.checks import run_checks
+    from diligence.models import build_models
 imported = time.perf_counter()
 kwargs = {"project_dir": Path(sys.argv[2])} if len(sys.argv) > 2 else {}
 started = time.perf_counter()
