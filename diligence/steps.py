@@ -206,6 +206,10 @@ def run_pipeline(
     with owner.writing(wait_seconds=wait_seconds):
         result.waited_seconds = _waited(asked, wait_seconds)
         if settings is not None:
+            if models:
+                from .analytics import warm_up  # start-up: dbt loads for a model build only
+
+                warm_up()  # dbt's imports and parse, while the sync waits on the service
             result.sync = sync_step(
                 owner,
                 settings,

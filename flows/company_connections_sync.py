@@ -34,7 +34,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
-from diligence.analytics import AnalyticsResult
+from diligence.analytics import AnalyticsResult, warm_up
 from diligence.analytics.checks import CheckResult
 from diligence.config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_REPORTS_DIR, DEFAULT_WAREHOUSE
 from diligence.report.export import ExportedFile, Format
@@ -154,6 +154,7 @@ def sync_namespaces(
                 " ".join(str(outcome.error).split()),
             )
 
+    warm_up()  # dbt's imports and parse for the models task, while the sync waits on the service
     result = sync_step(
         Warehouse(Path(warehouse)),
         flow_settings(base_url, namespaces),

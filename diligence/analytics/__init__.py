@@ -8,6 +8,7 @@ the same things behind.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 from ..warehouse import MODELS_MEMORY_FALLBACKS, MODELS_MEMORY_LIMIT, MODELS_THREADS, Warehouse
 from .checks import CheckResult
+from .dbt import prepare
 from .models import ModelError, ModelsResult, build_models
 from .publish import publish_analytics
 
@@ -58,6 +60,24 @@ def rebuild_analytics(
             with owner.session(memory_limit=None) as con:
                 published = publish_analytics(owner.path, con)
     return AnalyticsResult(models=models, checks=checks, published=published)
+
+
+def warm_up() -> threading.Thread:
+    """Import dbt and parse the project (about 4 s of CPU, see :mod:`.dbt`) in a background
+    thread, started by a sync while it waits on the service: the model build after the
+    load then starts at once. A failure is left to the build, which parses again and
+    reports it. The thread is a daemon: a sync that fails early does not wait for it (dbt
+    reparses a parse file cut short by the exit)."""
+
+    def prepare_quietly() -> None:
+        try:
+            prepare("build")
+        except Exception:  # noqa: BLE001 - the build parses again and reports it
+            log.debug("dbt's warm-up failed; the build will parse again", exc_info=True)
+
+    thread = threading.Thread(target=prepare_quietly, name="dbt-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def _build_within_memory(

@@ -1,0 +1,71 @@
+"""dbt's imports and parse run beside a sync's fetch (`warm_up`), and the build reuses them."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+import diligence.analytics
+import diligence.steps
+from diligence.analytics import dbt, warm_up
+from diligence.analytics.dbt import PROJECT_DIR, DbtError
+from diligence.analytics.models import build_models
+
+from .rawdb import AS_OF
+
+BUILD = (str(PROJECT_DIR), "build")
+
+
+def test_warm_up_parses_beside_the_caller_and_the_build_reuses_the_parse(
+        clean_template: Path, tmp_path: Path) -> None:
+    dbt.forget_parse()
+    thread = warm_up()
+    assert thread.daemon and thread.name == "dbt-warm-up"
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    parsed = dbt._manifests[BUILD]
+
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(clean_template, warehouse)
+    result = build_models(warehouse, as_of=AS_OF)
+    assert result.row_counts["analytics.answers"] > 0
+    assert dbt._manifests[BUILD] is parsed  # not parsed again
+
+
+def test_a_failed_warm_up_is_left_to_the_build_which_reports_it(
+        clean_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(project_dir: Path, target: str) -> Any:
+        raise DbtError("dbt could not parse sql/: models/broken.sql is not valid")
+
+    monkeypatch.setattr(dbt, "_manifest", broken)
+    thread = warm_up()
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert capsys.readouterr().err == ""  # nothing printed by the thread
+
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(clean_template, warehouse)
+    with pytest.raises(DbtError, match="broken.sql is not valid"):
+        build_models(warehouse, as_of=AS_OF)
+
+
+@pytest.mark.parametrize(("with_settings", "models", "warmed"),
+                         [(True, True, True), (True, False, False), (False, True, False)])
+def test_the_pipeline_warms_dbt_only_for_a_sync_followed_by_models(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        with_settings: bool, models: bool, warmed: bool) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(diligence.analytics, "warm_up", lambda: calls.append("warm_up"))
+    monkeypatch.setattr(diligence.steps, "sync_step", lambda *a, **k: calls.append("sync") or
+                        SimpleNamespace(namespaces=[SimpleNamespace(status="success")]))
+    monkeypatch.setattr(diligence.steps, "analytics_step", lambda *a, **k: calls.append("models"))
+
+    diligence.steps.run_pipeline(tmp_path / "w.duckdb", settings=object() if with_settings else None,  # type: ignore[arg-type]
+                                 models=models)
+    expected = (["warm_up"] if warmed else []) + (["sync"] if with_settings else []) + (["models"] if models else [])
+    assert calls == expected
