@@ -40,9 +40,9 @@ def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
         tables = [
             row[0]
             for row in con.execute(
-                "select table_name from information_schema.tables where table_catalog = ? "
-                "and table_schema = 'analytics' and table_type = 'BASE TABLE' order by 1",
-                [source],
+                "select table_name from information_schema.tables where table_catalog = "
+                f"{_sql_string(source)} and table_schema = 'analytics' "
+                "and table_type = 'BASE TABLE' order by 1"  # no bound parameter: see copy_comments
             ).fetchall()
         ]
         # DuckDB 1.5 takes no bound parameter in ATTACH: a quoted literal instead
