@@ -12,6 +12,12 @@ from tests.helpers import sync
 from tests.processes import prefect_server
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files with tests marked `slow` first, each file's order kept: `make test`'s
+    workers take whole files in this order, so no long file is left to end the run alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def sandbox() -> Iterator[SandboxServer]:
     """A fresh small sandbox per test (tests change its data and faults)."""
