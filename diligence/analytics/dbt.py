@@ -63,9 +63,11 @@ ANALYTICS_SCHEMA = "analytics"
 BUILD_SUFFIX = "__build"
 STAGING_SCHEMA = "staging"
 TARGETS = {"build": ANALYTICS_SCHEMA, "analytics": ANALYTICS_SCHEMA}
-#: Nodes dbt runs side by side (each on its own cursor of the one DuckDB): dbt's own
-#: Python of one node then overlaps DuckDB's work on another. With 2, a `large` build
-#: under the models' memory limit takes about 6.5 s instead of 9.6 s, within that limit.
+#: Nodes dbt runs side by side on a DuckDB file (each on its own cursor of the one
+#: DuckDB): dbt's own Python of one node then overlaps DuckDB's work on another. With 2,
+#: a `large` build under the models' memory limit takes about 6.5 s instead of 9.6 s,
+#: within that limit. A DuckLake gets one: its concurrent commits conflict ("Failed to
+#: commit DuckLake transaction").
 DBT_THREADS = 2
 #: Seconds libpq waits for the lake's catalog before giving up.
 CONNECT_TIMEOUT_SECONDS = 10
@@ -159,7 +161,7 @@ def profile(
             "path": ":memory:",
             "database": CATALOG,
             "schema": TARGETS[target],
-            "threads": DBT_THREADS,
+            "threads": 1 if location.is_lake else DBT_THREADS,
             "attach": [attach],
         }
         output["settings"] = settings

@@ -69,3 +69,13 @@ def test_the_pipeline_warms_dbt_only_for_a_sync_followed_by_models(
                                  models=models)
     expected = (["warm_up"] if warmed else []) + (["sync"] if with_settings else []) + (["models"] if models else [])
     assert calls == expected
+
+
+def test_two_dbt_threads_on_a_file_one_on_a_lake(tmp_path: Path) -> None:
+    """A DuckLake's concurrent commits conflict, so its builds run one node at a time."""
+    from diligence.warehouse.location import parse_location
+
+    file = dbt.profile(parse_location(str(tmp_path / "w.duckdb"), None))
+    lake = dbt.profile(parse_location("ducklake:postgres:dbname=lake host=db", str(tmp_path / "files")))
+    assert {o["threads"] for o in file["diligence"]["outputs"].values()} == {dbt.DBT_THREADS} == {2}
+    assert {o["threads"] for o in lake["diligence"]["outputs"].values()} == {1}
