@@ -268,12 +268,13 @@ def location_of(warehouse: Any) -> WarehouseLocation:
     return parse_location(str(warehouse), None)
 
 
-def prepare(target: str = "build", project_dir: Path = PROJECT_DIR) -> None:
+def prepare(target: str = "build", project_dir: Path = PROJECT_DIR) -> Any:
     """Import dbt and parse `project_dir` for `target`, unless this process has already
-    (the parse is then reused by every invocation). A sync calls it beside its fetch
-    (:func:`diligence.analytics.warm_up`), so the build after the load starts at once."""
+    (the parse is then reused by every invocation); returns dbt's manifest. A sync calls
+    it beside its fetch (:func:`diligence.analytics.warm_up`), so the build after the
+    load starts at once."""
     with _lock, _checkout_lock(project_dir):
-        _manifest(project_dir, target)
+        return _manifest(project_dir, target)
 
 
 def _manifest(project_dir: Path, target: str) -> Any:
