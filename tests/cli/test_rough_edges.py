@@ -1,4 +1,4 @@
-"""Rough edges a new user hits, each through the installed `diligence` script: whole
+"""Rough edges a new user hits, each through the `diligence` command: whole
 error lines and IDs off a terminal, failed attempts and a running first sync in
 `status`, --wait that says it waited, --as-of that does not silently republish, a sync
 that loaded nothing, export before models, schedule validation, the TOML/env spelling
@@ -19,7 +19,16 @@ import pytest
 from diligence.warehouse import writer_lock
 from sandbox.server import SandboxServer
 
-from .helpers import CREDENTIALS, DILIGENCE, EMAIL, SECRET, SyncedFolder, error_lines, run
+from .helpers import (
+    CREDENTIALS,
+    DILIGENCE,
+    EMAIL,
+    SECRET,
+    SyncedFolder,
+    error_lines,
+    run,
+    run_process,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -215,7 +224,9 @@ def test_ephemeral_prefect_timeout_gets_a_one_line_hint(tmp_path: Path) -> None:
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "0",
         "PREFECT_API_URL": "",
     }
-    result = run(["schedule", "-w", "w.duckdb"], tmp_path, env, timeout=120)
+    # a process of its own: Prefect reads its settings and starts (then leaves) its
+    # temporary server in the process that asks for it
+    result = run_process(["schedule", "-w", "w.duckdb"], tmp_path, env, timeout=120)
     assert result.returncode == 1
     (line,) = error_lines(result.stderr)
     assert "PREFECT_API_URL" in line and "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" in line

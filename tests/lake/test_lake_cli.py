@@ -18,6 +18,7 @@ from diligence.analytics import rebuild_analytics
 from diligence.warehouse import lake
 from diligence.warehouse.location import WarehouseLocation
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.cli.helpers import run
 from tests.helpers import sync
 from tests.processes import free_port
 
@@ -54,8 +55,9 @@ def _start(args: list[str], cwd: Path, **env: str) -> subprocess.Popen[str]:
 
 
 def _run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(DILIGENCE + args, cwd=cwd, env=_env(**env), capture_output=True,
-                          text=True, timeout=TIMEOUT)
+    """In this process (:func:`tests.cli.helpers.run`); the concurrent syncs are processes."""
+    return run(args, cwd, {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
+                           "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD, **env})
 
 
 def _finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:

@@ -9,9 +9,7 @@ environment), into a file with 2.0's storage (version 999).
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -27,9 +25,9 @@ from diligence.warehouse.migrate import (
     storage_version,
 )
 from sandbox.server import SandboxServer
+from tests.cli.helpers import run
 from tests.helpers import current_counts, query, sync
 
-DILIGENCE = [sys.executable, "-m", "diligence"]
 TIMEOUT = 300
 
 _TO_DUCKDB2 = """
@@ -68,10 +66,7 @@ def _counts(path: Path) -> dict[str, int]:
 
 
 def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SOURCES__")}
-    return subprocess.run(
-        DILIGENCE + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT
-    )
+    return run(args, cwd)
 
 
 @pytest.mark.timeout(600)

@@ -1,26 +1,17 @@
-"""`diligence report` through a subprocess, as a user runs it, including its errors."""
+"""`diligence report` as a user runs it, including its errors (in this process: :func:`tests.cli.helpers.run`)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from tests.cli.helpers import run
+
 from .conftest import Synced
 
 pytestmark = pytest.mark.slow
-
-
-def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SOURCES__")}
-    return subprocess.run(
-        [sys.executable, "-m", "diligence", *args], cwd=cwd, env=env, capture_output=True,
-        text=True, timeout=180,
-    )
 
 
 def test_report_writes_the_file_and_prints_its_path(synced: Synced, tmp_path: Path) -> None:
