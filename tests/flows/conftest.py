@@ -1,4 +1,4 @@
-"""Fixtures of the flow tests: one Prefect test harness for the session, the sandbox,
+"""Fixtures of the flow tests: the session's Prefect server as the API, the sandbox,
 credentials in env vars, and helpers reading runs back through the Prefect client."""
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "120"
 for _name in ("PREFECT_API_URL", "PREFECT_API_KEY", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
     os.environ.pop(_name, None)
 
+import prefect.context
+import prefect.settings
 import pytest
 from prefect import get_client
 from prefect.client.schemas.filters import (
@@ -34,8 +36,8 @@ from prefect.client.schemas.filters import (
 )
 from prefect.client.schemas.objects import Artifact, TaskRun
 from prefect.client.schemas.sorting import ArtifactSort, TaskRunSort
-from prefect.logging.handlers import APILogHandler
-from prefect.testing.utilities import prefect_test_harness
+from prefect.events.worker import EventsWorker
+from prefect.logging.handlers import APILogHandler, APILogWorker
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
@@ -45,10 +47,18 @@ READ_LIMIT = 200
 
 
 @pytest.fixture(scope="session")
-def prefect_harness() -> Iterator[None]:
-    """One temporary Prefect API (SQLite in a temp dir) for every flow run of the session."""
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
+def prefect_harness(prefect_server_api: str) -> Iterator[None]:
+    """The session's Prefect server (its own home and SQLite database in a temp dir) as
+    this process's API for every flow run of the session: the server the tests of real
+    workers and served deployments use, so a test process starts one server, not two."""
+    with prefect.settings.temporary_settings(updates={prefect.settings.PREFECT_API_URL: prefect_server_api}):
+        # also the process-global settings, as Prefect's own test harness does, for code
+        # running in a context copied before this fixture
+        with prefect.context._temporary_global_settings_context(prefect.context.get_settings_context()):
+            yield
+            # logs and events still queued reach the server before it stops
+            APILogWorker.drain_all()
+            EventsWorker.drain_all()
 
 
 @pytest.fixture(scope="session")
