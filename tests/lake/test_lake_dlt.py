@@ -6,6 +6,7 @@ destination and through a connection with the lake attached alike."""
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -73,25 +74,34 @@ def test_a_pipeline_loads_into_the_lake(
         con.close()
 
 
-def _load_both(
-    location: WarehouseLocation, root: Path, changed: int, through_connection: bool
-) -> None:
+@pytest.fixture(scope="module")
+def writers() -> Iterator[ProcessPoolExecutor]:
+    """Two spawned processes, one per namespace, as two workers would be; kept for the
+    module's loads (each process imports dlt and DuckDB's extensions once)."""
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=len(NAMESPACES), mp_context=context) as pool:
-        futures = [
-            pool.submit(
-                load_namespace, location.uri, location.data_path, namespace, str(root), changed,
-                through_connection,
-            )
-            for namespace in NAMESPACES
-        ]
-        for future in futures:
-            future.result(timeout=240)
+        yield pool
+
+
+def _load_both(
+    pool: ProcessPoolExecutor, location: WarehouseLocation, root: Path, changed: int,
+    through_connection: bool,
+) -> None:
+    futures = [
+        pool.submit(
+            load_namespace, location.uri, location.data_path, namespace, str(root), changed,
+            through_connection,
+        )
+        for namespace in NAMESPACES
+    ]
+    for future in futures:
+        future.result(timeout=240)
 
 
 @THROUGH
 def test_two_namespaces_load_concurrently_without_loss_or_duplicates(
-    lake_location: WarehouseLocation, tmp_path: Path, through_connection: bool
+    writers: ProcessPoolExecutor, lake_location: WarehouseLocation, tmp_path: Path,
+    through_connection: bool,
 ) -> None:
     root = tmp_path / "pipelines"
     expected_first = sorted(
@@ -100,16 +110,16 @@ def test_two_namespaces_load_concurrently_without_loss_or_duplicates(
         for r in company_rows(namespace)
     )
     lake.initialise(lake_location)  # once, before the writers fan out
-    _load_both(lake_location, root, changed=0, through_connection=through_connection)
+    _load_both(writers, lake_location, root, changed=0, through_connection=through_connection)
     assert _versions(lake_location) == expected_first
 
     # again, unchanged: idempotent
-    _load_both(lake_location, root, changed=0, through_connection=through_connection)
+    _load_both(writers, lake_location, root, changed=0, through_connection=through_connection)
     assert _versions(lake_location) == expected_first
 
     # again with ten renamed companies per namespace: each namespace retires its own ten
     # old versions only, and every company has exactly one current version
-    _load_both(lake_location, root, changed=10, through_connection=through_connection)
+    _load_both(writers, lake_location, root, changed=10, through_connection=through_connection)
     rows = _versions(lake_location)
     assert len(rows) == len(NAMESPACES) * (ROWS_PER_NAMESPACE + 10)
     current = [row for row in rows if row[4]]
