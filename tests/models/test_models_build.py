@@ -24,6 +24,8 @@ from .rawdb import (
     questionnaire,
 )
 
+pytestmark = pytest.mark.duration(70)
+
 NS = "ns"
 ANALYTICS_TABLES = {
     "answers",
