@@ -1,4 +1,4 @@
-"""The flow end to end against the sandbox, inside the session's Prefect test harness."""
+"""The flow end to end against the sandbox, with the session's Prefect server as its API."""
 
 from __future__ import annotations
 
