@@ -19,11 +19,9 @@ demo: install
 	$(BIN)/diligence demo
 
 # Three pytest workers (pytest-xdist), a test file each at a time: most tests wait on a
-# server or a subprocess, so three keep both cores busy. Files are handed out in the
-# order tests/conftest.py puts them (the longest first), not xdist's own (the most tests
-# first); the slowest tests are listed.
+# server or a subprocess, so three keep both cores busy; the slowest are listed.
 test: install browser postgres
-	$(BIN)/pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=20
+	$(BIN)/pytest -n 3 --dist loadfile --durations=20
 
 # Headless Chromium for the report's browser test (tests/report): Debian's package,
 # installed when missing (as root, or through sudo).

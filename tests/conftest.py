@@ -12,18 +12,6 @@ from tests.helpers import sync
 from tests.processes import prefect_server
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest files first: those marked `duration(seconds)` from the longest down,
-    then the other `slow` ones, then the rest, each file's order kept. `make test`'s
-    workers take whole files in this order, so no long file is left to end the run alone."""
-    weight: dict[Path, float] = {}
-    for item in items:
-        duration = item.get_closest_marker("duration")
-        guess = float(duration.args[0]) if duration else 1.0 if item.get_closest_marker("slow") else 0.0
-        weight[item.path] = max(weight.get(item.path, 0.0), guess)
-    items.sort(key=lambda item: -weight[item.path])
-
-
 @pytest.fixture
 def sandbox() -> Iterator[SandboxServer]:
     """A fresh small sandbox per test (tests change its data and faults)."""

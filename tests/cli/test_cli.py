@@ -20,7 +20,7 @@ from .helpers import SECRET, SyncedFolder, run, run_process
 DILIGENCE = [sys.executable, "-m", "diligence"]
 COMMANDS = ["sync", "models", "export", "sandbox", "demo", "status", "schedule"]
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(55)]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from sandbox.server import SandboxServer
 
 from .helpers import CREDENTIALS, EMAIL, SECRET, SyncedFolder, error_lines, run
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(40)]
+pytestmark = pytest.mark.slow
 
 
 

@@ -30,7 +30,7 @@ from .helpers import (
     run_process,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(55)]
+pytestmark = pytest.mark.slow
 
 
 

@@ -20,7 +20,7 @@ from flows.budget import InflightShare, PrefectRequestBudget, account_budget, li
 from sandbox.server import SandboxServer
 from tests.helpers import CREDENTIALS, settings_for
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(75)]
+pytestmark = pytest.mark.slow
 
 
 def test_the_limit_is_named_after_the_account_without_showing_it() -> None:

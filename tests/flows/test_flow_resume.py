@@ -17,7 +17,7 @@ from tests.reliability.test_resume import _kill_at
 EMAIL_ENV = "SOURCES__COMPANY_CONNECTIONS__EMAIL"
 PASSWORD_ENV = "SOURCES__COMPANY_CONNECTIONS__PASSWORD"
 
-pytestmark = [pytest.mark.usefixtures("prefect_harness"), pytest.mark.duration(55)]
+pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 def _requests(server: SandboxServer) -> int:

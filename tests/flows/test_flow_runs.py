@@ -32,7 +32,7 @@ from sandbox.server import DEFAULT_PASSWORD, SandboxServer
 EMAIL_ENV = "SOURCES__COMPANY_CONNECTIONS__EMAIL"
 PASSWORD_ENV = "SOURCES__COMPANY_CONNECTIONS__PASSWORD"
 
-pytestmark = [pytest.mark.usefixtures("prefect_harness"), pytest.mark.duration(90)]
+pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 ANALYTICS_TABLES = ("answers", "document_expiry", "connections", "questionnaire_completeness")

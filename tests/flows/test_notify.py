@@ -20,7 +20,7 @@ import flows.company_connections_sync as flow_module
 from flows.company_connections_sync import company_connections_sync
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(65)]
+pytestmark = pytest.mark.slow
 
 BLOCK = "custom-webhook/diligence-alerts"
 JWT_PREFIX = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()

@@ -17,7 +17,7 @@ from flows.serve import DEPLOYMENT_NAME
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.processes import base_env, start, stop, wait_for
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(35)]
+pytestmark = pytest.mark.slow
 
 FLOW_NAME = "company-connections-sync"
 CRON = "15 4 * * 1-5"

@@ -32,7 +32,7 @@ VOLATILE = ("_dlt_", "sync_id", "synced_at", "loaded_at", "evaluated_at", "start
             "finished_at", "valid_from", "valid_to", "_at", "hours_since", "duration",
             "seconds")
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(70)]
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

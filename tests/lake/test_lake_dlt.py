@@ -17,8 +17,6 @@ from diligence.warehouse.location import WarehouseLocation
 
 from .dlt_load import ROWS_PER_NAMESPACE, company_rows, load_namespace
 
-pytestmark = pytest.mark.duration(40)
-
 NAMESPACES = ("ns-a", "ns-b")
 
 

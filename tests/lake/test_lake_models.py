@@ -8,7 +8,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import duckdb
-import pytest
 
 from diligence.analytics.checks import failed_checks, run_checks
 from diligence.analytics.models import ANALYTICS_SCHEMA, build_models
@@ -18,8 +17,6 @@ from diligence.warehouse.location import WarehouseLocation
 
 from ..models.rawdb import SYNCED_AT
 from ..models.synthetic import PROFILES, generate_raw
-
-pytestmark = pytest.mark.duration(40)
 
 AS_OF = SYNCED_AT + timedelta(days=1)
 

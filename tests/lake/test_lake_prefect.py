@@ -24,7 +24,7 @@ from tests.processes import PREFECT, REPO, base_env, start, stop, wait_for
 
 from .test_lake_cli import analytics_rows
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(100)]
+pytestmark = pytest.mark.slow
 
 POOL = "diligence-pool"
 RUN_SECONDS = 420

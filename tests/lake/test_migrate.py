@@ -30,8 +30,6 @@ from tests.helpers import current_counts, query, sync
 
 TIMEOUT = 300
 
-pytestmark = pytest.mark.duration(35)
-
 _TO_DUCKDB2 = """
 import sys, duckdb
 src, dst = sys.argv[1:3]

@@ -24,8 +24,6 @@ from .rawdb import (
     questionnaire,
 )
 
-pytestmark = pytest.mark.duration(70)
-
 NS = "ns"
 ANALYTICS_TABLES = {
     "answers",

@@ -20,8 +20,6 @@ from diligence.analytics.checks import (
 )
 from diligence.analytics.dbt import prepare
 
-pytestmark = pytest.mark.duration(75)
-
 
 def first_row(table: str) -> str:
     return f"rowid = (select min(rowid) from analytics.{table})"

@@ -15,8 +15,6 @@ from diligence.analytics.models import ModelError, build_models
 
 from .helpers import rows, scalar
 
-pytestmark = pytest.mark.duration(40)
-
 CUSTOM_README = PROJECT_DIR / "models" / "custom" / "README.md"
 ANALYSTS_GUIDE = PROJECT_DIR.parent / "docs" / "analysts.md"
 

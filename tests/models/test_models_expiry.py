@@ -13,8 +13,6 @@ from diligence.analytics.models import build_models
 from .helpers import by, rows
 from .rawdb import AS_OF, connection, create_raw, document, insert
 
-pytestmark = pytest.mark.duration(35)
-
 NS = "ns"
 FMT = "%Y-%m-%dT%H:%M:%S"
 

@@ -19,8 +19,6 @@ from diligence.warehouse import Warehouse
 from .rawdb import AS_OF
 from .synthetic import generate_raw
 
-pytestmark = pytest.mark.duration(40)
-
 TOO_SMALL = "4MB"  # the build of 200 questionnaires needs more
 
 

@@ -26,7 +26,7 @@ from diligence.sync import SyncResult
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, query, sync
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(50)]
+pytestmark = pytest.mark.slow
 
 #: One sandbox day for the whole module: its document dates are relative to `today`, so a
 #: run that crosses midnight would otherwise compare two different worlds.

@@ -21,7 +21,7 @@ from diligence.config import file_mode
 from diligence.warehouse.filemodes import modes
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(60)]
+pytestmark = pytest.mark.slow
 
 
 def _run(args: list[str], cwd: Path, umask: int, env: dict[str, str]) -> None:

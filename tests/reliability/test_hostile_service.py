@@ -23,7 +23,7 @@ from sandbox.server import SandboxServer
 from tests.helpers import sync
 from tests.reliability.test_fault_matrix import state
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(85)]
+pytestmark = pytest.mark.slow
 
 TODAY = datetime.now(timezone.utc).date()
 

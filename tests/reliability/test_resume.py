@@ -24,7 +24,7 @@ from tests.helpers import query, sync
 from tests.processes import kill_when
 from tests.reliability.test_fault_matrix import state
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(45)]
+pytestmark = pytest.mark.slow
 
 TODAY = datetime.now(timezone.utc).date()
 CONCURRENCY = 8

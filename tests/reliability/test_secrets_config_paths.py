@@ -26,7 +26,7 @@ from tests.processes import base_env, free_port, prefect_server
 
 from .secret_scan import leaks_in, scan, secret_forms
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(160)]
+pytestmark = pytest.mark.slow
 
 PASSWORD = "Leak-Canary-p4ssw0rd!"
 EMAIL_ENV = "SOURCES__COMPANY_CONNECTIONS__EMAIL"

@@ -16,7 +16,7 @@ from diligence.warehouse import WarehouseBusyError, published_path
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, current_counts, query, sync
 
-pytestmark = [pytest.mark.slow, pytest.mark.duration(35)]
+pytestmark = pytest.mark.slow
 
 
 def test_second_sync_exits_clearly_while_first_runs(warehouse: Path) -> None:

@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from diligence.analytics.checks import run_checks
 from diligence.analytics.models import build_models
 from diligence.report.export import export_reports
 from diligence.warehouse import MODELS_THREADS, Warehouse
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, query, sync
-
-pytestmark = pytest.mark.duration(45)
 
 
 def test_flattened_answers_match_ground_truth_with_drift(warehouse: Path, tmp_path: Path) -> None:
