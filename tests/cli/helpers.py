@@ -21,6 +21,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlt.common.configuration.container import Container
+from dlt.common.configuration.specs.pluggable_run_context import PluggableRunContext
+from typer.testing import CliRunner
+
+from entry import app
 from sandbox.server import DEFAULT_EMAIL
 
 #: the console script of the project's environment (``.venv/bin/diligence``)
@@ -58,17 +63,12 @@ def run(
     env: dict[str, str] | None = None,
     *,
     stdin: str | None = None,
-    timeout: float = 180,
 ) -> subprocess.CompletedProcess[str]:
     """`diligence ARGS` run in this process as if started in `cwd` with the caller's
     environment minus its SOURCES__* settings plus `env`: dlt reads `cwd/.dlt/`, a
     relative path is relative to `cwd`. Returns what :func:`run_process` would (an
-    escaped exception's traceback is on stderr, exit code 1). `timeout` is the
-    process's; in this process the test's own timeout applies."""
-    from typer.testing import CliRunner
-
-    from entry import app
-
+    escaped exception's traceback is on stderr, exit code 1); the test's own timeout
+    applies."""
     with _as_if_started_in(cwd, env or {}):
         result = CliRunner().invoke(app, args, input=stdin if stdin is not None else "")
     stderr = result.stderr
@@ -81,9 +81,6 @@ def run(
 def _as_if_started_in(cwd: Path, env: dict[str, str]) -> Iterator[None]:
     """The working directory, environment, dlt settings folder and logging of a command
     started in `cwd` with `env`, for the duration of the block; everything is put back."""
-    from dlt.common.configuration.container import Container
-    from dlt.common.configuration.specs.pluggable_run_context import PluggableRunContext
-
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     root = logging.getLogger()

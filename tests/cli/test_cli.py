@@ -170,7 +170,7 @@ def test_sandbox_serves_until_interrupted(tmp_path: Path) -> None:
 
 
 def test_sandbox_bad_flag_value(tmp_path: Path) -> None:
-    result = run(["sandbox", "--error-rate", "2"], tmp_path, timeout=60)
+    result = run(["sandbox", "--error-rate", "2"], tmp_path)
     assert result.returncode == 2 and "error_rate" in result.stderr
 
 

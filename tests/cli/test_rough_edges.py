@@ -202,7 +202,7 @@ def test_export_before_models_names_the_command(server: SandboxServer, tmp_path:
     [(["--cron", "61 * * * *"], "--cron"), (["--cron", "0 6 * *"], "--cron"), (["--timezone", "Mars/Olympus"], "--timezone")],
 )
 def test_schedule_validates_cron_and_zone_before_printing(args: list[str], word: str, tmp_path: Path) -> None:
-    result = run(["schedule", *args], tmp_path, timeout=60)
+    result = run(["schedule", *args], tmp_path)
     assert result.returncode == 2
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
