@@ -202,6 +202,9 @@ def test_rate_limited_server_is_used_near_its_cap_without_failures() -> None:
     achieved = total / elapsed
     assert achieved >= 0.7 * cap, f"{achieved:.1f} req/s"
     assert service.statuses[200] == total + 1  # + the login
-    # the 429s of the opening burst and a few probes, not a storm of them
-    assert 1 <= service.statuses[429] <= 40
+    # The 429s of the opening burst and a few probes, not a storm of them. Idle, this
+    # takes 12-23 of them. A process starved of CPU (a sixth of a core) takes 7-76: its
+    # opening burst stretches, the first estimate of the rate overshoots, and the cut
+    # can be judged as shedding and undone once. Without any cut it is about 500.
+    assert 1 <= service.statuses[429] <= total // 3
     assert client.stats.throttled == service.statuses[429]
