@@ -29,6 +29,8 @@ on the service (:func:`prepare`, through :func:`diligence.analytics.warm_up`).
 Build parameters (``as_of``, ``expiring_within_days``) are passed as dbt vars of the
 invocation, not of the parse, so they never cost a new parse. Invocations of one
 checkout are serialised (a lock file in `sql/target/`): they share its target dirs.
+They write no JSON artifacts (``--no-write-json``): results come back as objects, and a
+``manifest.json`` of 80 nodes costs about 0.1 s of each build.
 """
 
 from __future__ import annotations
@@ -313,6 +315,7 @@ def _common_args(project_dir: Path, target: str, profiles_dir: Path) -> list[str
         "--log-level-file", "warn",
         "--no-send-anonymous-usage-stats",
         "--no-use-colors",
+        "--no-write-json",
     ]
 
 
