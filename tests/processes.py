@@ -102,6 +102,11 @@ def prefect_server(home: Path, *, startup_seconds: float = 120) -> Iterator[str]
         "PREFECT_SERVER_API_HOST": "127.0.0.1",
         "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
         "PREFECT_UI_ENABLED": "false",
+        # Services no test uses: schedules (the tests trigger their runs; the scheduler
+        # would insert the deployments' future runs), late runs, worker health,
+        # pauses and automations (which read every event).
+        **{f"PREFECT_SERVER_SERVICES_{service}_ENABLED": "false"
+           for service in ("SCHEDULER", "LATE_RUNS", "FOREMAN", "PAUSE_EXPIRATIONS", "TRIGGERS")},
     }
     log = home / "server.log"
     process = start([str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env, log)
