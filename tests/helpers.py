@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +70,23 @@ def current_counts(warehouse: Path) -> dict[str, dict[str, int]]:
         )
         counts[name] = {ns: n for ns, n in rows}
     return counts
+
+
+#: the loggers a command configures: the root and ours (`diligence.logs`), dlt's own
+#: (dlt gives it a handler on the stderr of the moment the first time it resolves a setting)
+COMMAND_LOGGERS = ("", "diligence", "dlt", "httpx", "httpcore")
+
+
+@contextlib.contextmanager
+def kept_logging() -> Iterator[None]:
+    """Put the command loggers' handlers and levels back after the block, so that a
+    command run in this process leaves no handler on a stream that its test then closes
+    (a captured stderr), for a later test to log into."""
+    saved = {name: (logging.getLogger(name).handlers[:], logging.getLogger(name).level)
+             for name in COMMAND_LOGGERS}
+    try:
+        yield
+    finally:
+        for name, (handlers, level) in saved.items():
+            logging.getLogger(name).handlers[:] = handlers
+            logging.getLogger(name).setLevel(level)

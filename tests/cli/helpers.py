@@ -11,7 +11,6 @@ warehouse) start the console script."""
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import shutil
 import subprocess
@@ -27,6 +26,7 @@ from typer.testing import CliRunner
 
 from entry import app
 from sandbox.server import DEFAULT_EMAIL
+from tests.helpers import kept_logging
 
 #: the console script of the project's environment (``.venv/bin/diligence``)
 DILIGENCE = str(Path(sys.executable).with_name("diligence"))
@@ -83,9 +83,6 @@ def _as_if_started_in(cwd: Path, env: dict[str, str]) -> Iterator[None]:
     started in `cwd` with `env`, for the duration of the block; everything is put back."""
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
-    root = logging.getLogger()
-    saved_handlers, saved_levels = root.handlers[:], {
-        name: logging.getLogger(name).level for name in ("", "diligence", "dlt", "httpx", "httpcore")}
     for key in [k for k in os.environ if k.startswith(_NOT_PASSED_ON)]:
         del os.environ[key]
     os.environ.update(env, DLT_PROJECT_DIR=str(cwd))
@@ -93,15 +90,13 @@ def _as_if_started_in(cwd: Path, env: dict[str, str]) -> Iterator[None]:
     context = Container()[PluggableRunContext]
     context.reload_providers()  # dlt reads cwd/.dlt/, as a process started there would
     try:
-        yield
+        with kept_logging():
+            yield
     finally:
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
         context.reload_providers()
-        root.handlers[:] = saved_handlers
-        for name, level in saved_levels.items():
-            logging.getLogger(name).setLevel(level)
 
 
 def error_lines(text: str) -> list[str]:

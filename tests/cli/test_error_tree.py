@@ -14,6 +14,7 @@ from diligence.cli import EXIT_FAILED, EXIT_USAGE, CommandError, handle_errors
 from diligence.errors import DiligenceError, SyncError, raised_on_purpose
 from diligence.report.export import ExportError
 from pipelines.company_connections import errors as client_errors
+from tests.helpers import kept_logging
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,7 +63,7 @@ def _exit(exc: BaseException, capsys: pytest.CaptureFixture[str]) -> tuple[int, 
     def command() -> None:
         raise exc
 
-    with pytest.raises(typer.Exit) as raised:
+    with kept_logging(), pytest.raises(typer.Exit) as raised:
         command()
     return raised.value.exit_code, capsys.readouterr().err
 
