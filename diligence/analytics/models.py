@@ -30,6 +30,7 @@ import duckdb
 from ..errors import DiligenceError
 from ..warehouse import Warehouse
 from ..warehouse.location import WarehouseLocation
+from ..warehouse.sql import sql_string
 from .checks import CheckResult, check_results
 from .dbt import (
     ANALYTICS_SCHEMA,
@@ -49,7 +50,7 @@ SQL_DIR = PROJECT_DIR
 RAW_SCHEMA = "raw"
 #: `analytics` as an SQL literal: the catalog queries of the swap and the copy bind no
 #: parameter (binding one makes DuckDB import pandas, 0.6 s that nothing else here needs)
-_ANALYTICS = "'" + ANALYTICS_SCHEMA + "'"
+_ANALYTICS = sql_string(ANALYTICS_SCHEMA)
 
 __all__ = [
     "ANALYTICS_SCHEMA",
@@ -210,7 +211,7 @@ def copy_comments(
     TABLE AS does not carry them), e.g. into the analysts' published copy. Returns the
     number of comments written."""
     # catalog queries bind no parameter: binding one makes DuckDB import pandas (0.6 s)
-    source = f"database_name = {_sql_literal(source_catalog)} and schema_name = {_sql_literal(source_schema)}"
+    source = f"database_name = {sql_string(source_catalog)} and schema_name = {sql_string(source_schema)}"
     tables = con.execute(
         f"select table_name, comment from duckdb_tables() where {source} and comment is not null"
     ).fetchall()
@@ -222,7 +223,7 @@ def copy_comments(
         row[0]
         for row in con.execute(
             "select table_name from duckdb_tables() "
-            f"where database_name = {_sql_literal(target_catalog)} and schema_name = {_ANALYTICS}"
+            f"where database_name = {sql_string(target_catalog)} and schema_name = {_ANALYTICS}"
         ).fetchall()
     }
     target = _quote(target_catalog)
@@ -230,14 +231,14 @@ def copy_comments(
     for table, comment in tables:
         if table in present:
             con.execute(
-                f'comment on table {target}.{ANALYTICS_SCHEMA}."{table}" is {_sql_literal(comment)}'
+                f'comment on table {target}.{ANALYTICS_SCHEMA}."{table}" is {sql_string(comment)}'
             )
             written += 1
     for table, column, comment in columns:
         if table in present:
             con.execute(
                 f'comment on column {target}.{ANALYTICS_SCHEMA}."{table}"."{column}" '
-                f"is {_sql_literal(comment)}"
+                f"is {sql_string(comment)}"
             )
             written += 1
     return written
@@ -257,12 +258,12 @@ def _describe(con: duckdb.DuckDBPyConnection, tables: list[str], described: dict
             continue
         if description.table:
             con.execute(
-                f'comment on table {ANALYTICS_SCHEMA}."{table}" is {_sql_literal(description.table)}'
+                f'comment on table {ANALYTICS_SCHEMA}."{table}" is {sql_string(description.table)}'
             )
         for column, text in description.columns.items():
             if column in present.get(table, ()):
                 con.execute(
-                    f'comment on column {ANALYTICS_SCHEMA}."{table}"."{column}" is {_sql_literal(text)}'
+                    f'comment on column {ANALYTICS_SCHEMA}."{table}"."{column}" is {sql_string(text)}'
                 )
 
 
@@ -294,10 +295,6 @@ def _session(warehouse: Any, location: WarehouseLocation) -> Iterator[duckdb.Duc
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def _sql_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _to_naive_utc(value: datetime) -> datetime:

@@ -25,6 +25,7 @@ import duckdb
 
 from ..warehouse import published_path
 from ..warehouse.filemodes import protect
+from ..warehouse.sql import sql_string
 from .models import copy_comments
 
 
@@ -41,12 +42,12 @@ def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
             row[0]
             for row in con.execute(
                 "select table_name from information_schema.tables where table_catalog = "
-                f"{_sql_string(source)} and table_schema = 'analytics' "
+                f"{sql_string(source)} and table_schema = 'analytics' "
                 "and table_type = 'BASE TABLE' order by 1"  # no bound parameter: see copy_comments
             ).fetchall()
         ]
         # DuckDB 1.5 takes no bound parameter in ATTACH: a quoted literal instead
-        con.execute(f"attach {_sql_string(str(temporary))} as published")
+        con.execute(f"attach {sql_string(str(temporary))} as published")
         try:
             con.execute("create schema published.analytics")
             for table in tables:
@@ -65,5 +66,3 @@ def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
     return target
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

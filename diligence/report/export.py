@@ -31,6 +31,7 @@ import duckdb
 
 from ..errors import DiligenceError
 from ..warehouse.filemodes import make_dirs, protect
+from ..warehouse.sql import sql_string
 
 Format = Literal["csv", "parquet"]
 
@@ -129,7 +130,7 @@ def _export_one(
     )
     tmp_path = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
-        result = con.execute(f"copy ({query}) to {_sql_string(str(tmp_path))} ({options})")
+        result = con.execute(f"copy ({query}) to {sql_string(str(tmp_path))} ({options})")
         rows = int(result.fetchone()[0])
         protect(tmp_path)  # confidential answers: owner-only (or group) before visible
         os.replace(tmp_path, path)
@@ -144,10 +145,10 @@ def _select_expression(name: str, data_type: str, fmt: Format, csv_raw: bool = F
         # JSON array text: begins with `[`, never a formula trigger
         return f"cast(to_json({column}) as varchar) as {column}"
     if fmt == "csv" and not csv_raw and data_type == "VARCHAR":
-        triggers = _sql_string("".join(FORMULA_TRIGGERS))
+        triggers = sql_string("".join(FORMULA_TRIGGERS))
         return (
             f"case when {column} <> '' and contains({triggers}, left({column}, 1)) "
-            f"then {_sql_string(chr(39))} || {column} else {column} end as {column}"
+            f"then {sql_string(chr(39))} || {column} else {column} end as {column}"
         )
     return column
 
@@ -165,5 +166,3 @@ def _quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

@@ -54,6 +54,7 @@ from .location import (
     redact,
 )
 from .paths import wal_of
+from .sql import sql_string
 
 if TYPE_CHECKING:
     from dlt.common.destination import Destination
@@ -116,7 +117,7 @@ def check_catalog(location: WarehouseLocation) -> None:
         _load_extensions(con)
         try:
             con.execute(
-                f"attach {_sql_literal(_with_timeout(location.conninfo))} "
+                f"attach {sql_string(_with_timeout(location.conninfo))} "
                 "as catalog_probe (type postgres, read_only)"
             )
         except duckdb.Error as exc:
@@ -438,8 +439,8 @@ def analyst_attach_sql(location: WarehouseLocation, alias: str = DEFAULT_ALIAS) 
     return "\n".join(
         (
             "INSTALL ducklake; INSTALL postgres; LOAD ducklake; LOAD postgres;",
-            f"ATTACH {_sql_literal(LAKE_PREFIX + conninfo)} AS {alias} "
-            f"(DATA_PATH {_sql_literal(location.data_path or '')}, READ_ONLY);",
+            f"ATTACH {sql_string(LAKE_PREFIX + conninfo)} AS {alias} "
+            f"(DATA_PATH {sql_string(location.data_path or '')}, READ_ONLY);",
             f"USE {alias};",
         )
     )
@@ -451,11 +452,11 @@ def _attach_sql(
     conninfo = location.conninfo or ""
     if with_timeout:
         conninfo = _with_timeout(conninfo)
-    options = [f"DATA_PATH {_sql_literal(location.data_path or '')}"]
+    options = [f"DATA_PATH {sql_string(location.data_path or '')}"]
     if read_only:
         options.append("READ_ONLY")
     return (
-        f"attach {_sql_literal(LAKE_PREFIX + conninfo)} as {alias} ({', '.join(options)})"
+        f"attach {sql_string(LAKE_PREFIX + conninfo)} as {alias} ({', '.join(options)})"
     )
 
 
@@ -513,10 +514,6 @@ def _check_writable_dir(directory: Path, what: str) -> None:
 def _first_line(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return redact(lines[0] if lines else type(exc).__name__)
-
-
-def _sql_literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _require_identifier(name: str) -> None:

@@ -48,6 +48,16 @@ def test_exports_match_tables(clean_warehouse: Path, tmp_path: Path, fmt: str) -
         assert list(frame.columns) == columns
 
 
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_a_folder_named_with_a_quote(clean_warehouse: Path, tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / "O'Brien's reports"
+    exported = export_of(clean_warehouse, out, fmt)
+    for file in exported:
+        assert file.path.parent == out and file.path.exists()
+        frame = pd.read_csv(file.path) if fmt == "csv" else pd.read_parquet(file.path)
+        assert len(frame) == file.rows
+
+
 def test_csv_has_header_and_readable_lists(clean_warehouse: Path, tmp_path: Path) -> None:
     export_of(clean_warehouse, tmp_path, "csv")
     text = (tmp_path / "connections.csv").read_text(encoding="utf-8")
