@@ -30,7 +30,7 @@ import duckdb
 from ..errors import DiligenceError
 from ..warehouse import Warehouse
 from ..warehouse.location import WarehouseLocation
-from ..warehouse.sql import sql_string
+from ..warehouse.sql import sql_identifier, sql_string
 from .checks import CheckResult, check_results
 from .dbt import (
     ANALYTICS_SCHEMA,
@@ -167,14 +167,14 @@ def swap_into_analytics(
     try:
         for table in present:
             if not (table.endswith(BUILD_SUFFIX) and table.removesuffix(BUILD_SUFFIX) in renamed):
-                con.execute(f"drop table {ANALYTICS_SCHEMA}.{_quote(table)}")
+                con.execute(f"drop table {ANALYTICS_SCHEMA}.{sql_identifier(table)}")
         for name in renamed:
-            con.execute(f"alter table {ANALYTICS_SCHEMA}.{_quote(name + BUILD_SUFFIX)} "
-                        f"rename to {_quote(name)}")
+            con.execute(f"alter table {ANALYTICS_SCHEMA}.{sql_identifier(name + BUILD_SUFFIX)} "
+                        f"rename to {sql_identifier(name)}")
         _describe(con, renamed, described or {})
         row_counts: dict[str, int] = {}
         for table in renamed:
-            count = con.execute(f"select count(*) from {ANALYTICS_SCHEMA}.{_quote(table)}").fetchone()
+            count = con.execute(f"select count(*) from {ANALYTICS_SCHEMA}.{sql_identifier(table)}").fetchone()
             row_counts[f"{ANALYTICS_SCHEMA}.{table}"] = int(count[0])  # type: ignore[index]
         con.execute("commit")
     except BaseException:
@@ -196,7 +196,7 @@ def _drop_build_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Drop what a failed build left beside the published tables."""
     for table in _analytics_tables(con):
         if table.endswith(BUILD_SUFFIX):
-            con.execute(f"drop table {ANALYTICS_SCHEMA}.{_quote(table)}")
+            con.execute(f"drop table {ANALYTICS_SCHEMA}.{sql_identifier(table)}")
 
 
 def copy_comments(
@@ -226,7 +226,7 @@ def copy_comments(
             f"where database_name = {sql_string(target_catalog)} and schema_name = {_ANALYTICS}"
         ).fetchall()
     }
-    target = _quote(target_catalog)
+    target = sql_identifier(target_catalog)
     written = 0
     for table, comment in tables:
         if table in present:
@@ -291,10 +291,6 @@ def _session(warehouse: Any, location: WarehouseLocation) -> Iterator[duckdb.Duc
         return
     with Warehouse(location).session(memory_limit=None) as con:
         yield con
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _to_naive_utc(value: datetime) -> datetime:

@@ -64,5 +64,3 @@ def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
     protect(temporary)  # analysts' copy: owner-only (or group) before it is visible
     os.replace(temporary, target)
     return target
-
-

@@ -31,7 +31,7 @@ import duckdb
 
 from ..errors import DiligenceError
 from ..warehouse.filemodes import make_dirs, protect
-from ..warehouse.sql import sql_string
+from ..warehouse.sql import sql_identifier, sql_string
 
 Format = Literal["csv", "parquet"]
 
@@ -140,7 +140,7 @@ def _export_one(
 
 
 def _select_expression(name: str, data_type: str, fmt: Format, csv_raw: bool = False) -> str:
-    column = _quote_identifier(name)
+    column = sql_identifier(name)
     if fmt == "csv" and data_type.endswith("[]"):
         # JSON array text: begins with `[`, never a formula trigger
         return f"cast(to_json({column}) as varchar) as {column}"
@@ -160,9 +160,3 @@ def _table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
         [table],
     ).fetchone()
     return bool(row and row[0])
-
-
-def _quote_identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-

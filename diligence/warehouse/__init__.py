@@ -23,7 +23,7 @@ The package::
     lake         check, attach and load a DuckLake; connect() opens DuckDB (file or lake)
     lock         the writer lock, and who holds it
     paths        a file's companions: WAL, analysts' copy, dlt's folder
-    sql          SQL string literals for statements without bound parameters
+    sql          SQL string literals and quoted names, for statements without parameters
     migrate      convert a file a newer DuckDB wrote
     filemodes    owner-only (or group) modes for every confidential file
     destination  dlt's DuckDB destination over a session's connection
