@@ -65,10 +65,6 @@ def _counts(path: Path) -> dict[str, int]:
         con.close()
 
 
-def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run(args, cwd)
-
-
 @pytest.mark.timeout(600)
 def test_a_duckdb2_warehouse_is_named_then_migrated_and_syncs_continue(
     sandbox: SandboxServer, tmp_path: Path
@@ -90,7 +86,7 @@ def test_a_duckdb2_warehouse_is_named_then_migrated_and_syncs_continue(
         require_readable(warehouse)
     before = warehouse.read_bytes()
     for command in (["status"], ["models"], ["sync", "--base-url", sandbox.base_url]):
-        done = _cli([*command, "--warehouse", str(warehouse)], tmp_path)
+        done = run([*command, "--warehouse", str(warehouse)], tmp_path)
         assert done.returncode == 1, (command, done.stdout, done.stderr)
         lines = [line for line in done.stderr.splitlines() if line.strip()]
         assert len(lines) == 1, done.stderr
@@ -98,7 +94,7 @@ def test_a_duckdb2_warehouse_is_named_then_migrated_and_syncs_continue(
         assert "Traceback" not in done.stderr
     assert warehouse.read_bytes() == before
 
-    done = _cli(["migrate-warehouse", "--warehouse", str(warehouse)], tmp_path)
+    done = run(["migrate-warehouse", "--warehouse", str(warehouse)], tmp_path)
     assert done.returncode == 0, done.stderr
     assert "counts verified" in done.stdout
     backup = warehouse.with_name(warehouse.name + BACKUP_SUFFIX)
@@ -107,7 +103,7 @@ def test_a_duckdb2_warehouse_is_named_then_migrated_and_syncs_continue(
     assert _counts(warehouse) == expected  # every table, dlt's _dlt_* included
 
     # a second run has nothing to do; the backup is never overwritten
-    again = _cli(["migrate-warehouse", "--warehouse", str(warehouse)], tmp_path)
+    again = run(["migrate-warehouse", "--warehouse", str(warehouse)], tmp_path)
     assert again.returncode == 0 and "nothing to do" in again.stdout
 
     # syncs continue on the migrated state: the same data adds no scd2 versions
