@@ -83,20 +83,21 @@ def _as_if_started_in(cwd: Path, env: dict[str, str]) -> Iterator[None]:
     started in `cwd` with `env`, for the duration of the block; everything is put back."""
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
-    for key in [k for k in os.environ if k.startswith(_NOT_PASSED_ON)]:
-        del os.environ[key]
-    os.environ.update(env, DLT_PROJECT_DIR=str(cwd))
-    os.chdir(cwd)
-    context = Container()[PluggableRunContext]
-    context.reload_providers()  # dlt reads cwd/.dlt/, as a process started there would
-    try:
-        with kept_logging():
+    # dlt's providers, reloaded either way, may give dlt's logger a handler: kept out too
+    with kept_logging():
+        for key in [k for k in os.environ if k.startswith(_NOT_PASSED_ON)]:
+            del os.environ[key]
+        os.environ.update(env, DLT_PROJECT_DIR=str(cwd))
+        os.chdir(cwd)
+        context = Container()[PluggableRunContext]
+        context.reload_providers()  # dlt reads cwd/.dlt/, as a process started there would
+        try:
             yield
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
-        context.reload_providers()
+        finally:
+            os.chdir(saved_cwd)
+            os.environ.clear()
+            os.environ.update(saved_env)
+            context.reload_providers()
 
 
 def error_lines(text: str) -> list[str]:

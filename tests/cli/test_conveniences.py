@@ -1,5 +1,6 @@
-"""The CLI conveniences of data engineers, each through the installed `diligence` script:
-status --json, sync --json-summary, check, --select, --quiet/--verbose, --password-stdin."""
+"""The CLI conveniences of data engineers, each through the `diligence` command (in this
+process, :func:`helpers.run`): status --json, sync --json-summary, check, --select,
+--quiet/--verbose, --password-stdin."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from sandbox.server import SandboxServer
 from .helpers import CREDENTIALS, EMAIL, SECRET, SyncedFolder, error_lines, run
 
 pytestmark = pytest.mark.slow
-
 
 
 @pytest.fixture(scope="module")
