@@ -1,4 +1,4 @@
-"""Fixtures shared by the test folders."""
+"""Fixtures shared by the test folders, and how `make test` spreads them over its workers."""
 
 from __future__ import annotations
 
@@ -10,6 +10,21 @@ import pytest
 from sandbox.server import SandboxServer
 from tests.helpers import sync
 from tests.processes import prefect_server
+
+#: Test folders whose tests share package- or session-scoped fixtures that cost seconds of
+#: CPU each time a worker makes them: the CLI's synced folder, the report's synced and
+#: reported warehouse, the lake's PostgreSQL cluster, the Prefect server of the flows and
+#: of the lake's fan-out. Under `make test` (``--dist loadgroup``) each of these folders
+#: runs in one worker; every other test file is a group of its own, as ``loadfile``.
+WHOLE_FOLDERS = ("tests/cli", "tests/flows", "tests/lake", "tests/report")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        folder = path.rsplit("/", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(folder if folder in WHOLE_FOLDERS else path))
 
 
 @pytest.fixture
