@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -303,9 +303,15 @@ class _NamespaceReader:
                 SyncIssue(endpoint, self.ns, None, exc.status_code, str(exc))
             ) from exc
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         assert self._tasks is not None
-        self._tasks.create_task(coro)  # type: ignore[arg-type]
+        try:
+            self._tasks.create_task(coro)
+        except RuntimeError:
+            # the namespace's task group is shutting down (a task failed it): it refuses
+            # new work, and on Python 3.11 leaves the coroutine unclosed ("never awaited")
+            coro.close()
+            raise
 
     async def _watch(self, work: asyncio.Task[NamespaceSnapshot]) -> None:
         """While `work` runs: after ``QUIET_SECONDS`` without a completed request, tell
