@@ -230,15 +230,14 @@ def copy_comments(
     written = 0
     for table, comment in tables:
         if table in present:
-            con.execute(
-                f'comment on table {target}.{ANALYTICS_SCHEMA}."{table}" is {sql_string(comment)}'
-            )
+            relation = f"{target}.{ANALYTICS_SCHEMA}.{sql_identifier(table)}"
+            con.execute(f"comment on table {relation} is {sql_string(comment)}")
             written += 1
     for table, column, comment in columns:
         if table in present:
+            relation = f"{target}.{ANALYTICS_SCHEMA}.{sql_identifier(table)}"
             con.execute(
-                f'comment on column {target}.{ANALYTICS_SCHEMA}."{table}"."{column}" '
-                f"is {sql_string(comment)}"
+                f"comment on column {relation}.{sql_identifier(column)} is {sql_string(comment)}"
             )
             written += 1
     return written
@@ -256,14 +255,13 @@ def _describe(con: duckdb.DuckDBPyConnection, tables: list[str], described: dict
         description = described.get(table)
         if description is None:
             continue
+        relation = f"{ANALYTICS_SCHEMA}.{sql_identifier(table)}"
         if description.table:
-            con.execute(
-                f'comment on table {ANALYTICS_SCHEMA}."{table}" is {sql_string(description.table)}'
-            )
+            con.execute(f"comment on table {relation} is {sql_string(description.table)}")
         for column, text in description.columns.items():
             if column in present.get(table, ()):
                 con.execute(
-                    f'comment on column {ANALYTICS_SCHEMA}."{table}"."{column}" is {sql_string(text)}'
+                    f"comment on column {relation}.{sql_identifier(column)} is {sql_string(text)}"
                 )
 
 

@@ -25,7 +25,7 @@ import duckdb
 
 from ..warehouse import published_path
 from ..warehouse.filemodes import protect
-from ..warehouse.sql import sql_string
+from ..warehouse.sql import sql_identifier, sql_string
 from .models import copy_comments
 
 
@@ -52,8 +52,8 @@ def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
             con.execute("create schema published.analytics")
             for table in tables:
                 con.execute(
-                    f'create table published.analytics."{table}" as '
-                    f'select * from "{source}".analytics."{table}"'
+                    f"create table published.analytics.{sql_identifier(table)} as "
+                    f"select * from {sql_identifier(source)}.analytics.{sql_identifier(table)}"
                 )
             copy_comments(con, source, "published")  # analysts see the descriptions too
         finally:

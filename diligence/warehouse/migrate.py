@@ -39,6 +39,7 @@ from ..errors import DiligenceError
 from .location import WarehouseLocation
 from .lock import writer_lock
 from .paths import wal_of
+from .sql import sql_identifier
 
 __all__ = [
     "BACKUP_SUFFIX",
@@ -252,7 +253,7 @@ def _row_counts(path: Path) -> dict[str, int]:
         ).fetchall()
         return {
             f"{schema}.{table}": con.execute(
-                f'select count(*) from "{schema}"."{table}"'
+                f"select count(*) from {sql_identifier(schema)}.{sql_identifier(table)}"
             ).fetchone()[0]
             for schema, table in tables
         }
