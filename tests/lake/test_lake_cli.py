@@ -1,6 +1,7 @@
 """The CLI on a lake, as users run it: `diligence sync --namespace X` processes write one
-lake at the same time (twice: idempotent), `diligence models` builds the analytics once
-afterwards, and they equal a file warehouse's built from the same sandbox. Bad locations
+lake at the same time, then `diligence models` builds the analytics; done twice
+(idempotent: the second round adds no version and rebuilds the analytics over the first
+round's), they equal a file warehouse's built from the same sandbox. Bad locations
 stop in one line with nothing written."""
 
 from __future__ import annotations
@@ -95,16 +96,16 @@ def test_concurrent_namespace_syncs_then_models_equal_a_file_warehouse(
     assert len(namespaces) == 2
     options = ["--warehouse", lake_location.uri, "--data-path", str(lake_location.data_path),
                "--base-url", server.base_url]
-    for _ in range(2):  # twice: the second run changes nothing
+    for _ in range(2):  # twice: the second round changes nothing, and rebuilds analytics
         processes = [_start(["sync", "--no-models", "--namespace", ns, *options], tmp_path)
                      for ns in namespaces]
         for process in processes:
             code, out, err = _finish(process)
             assert code == 0, (out, err)
             assert "synced 1/1 namespaces" in out
-    built = _run(["models", "--as-of", AS_OF, *options[:4]], tmp_path)
-    assert built.returncode == 0, built.stderr
-    assert "a lake: analysts ATTACH it read-only" in " ".join(built.stdout.split())
+        built = _run(["models", "--as-of", AS_OF, *options[:4]], tmp_path)
+        assert built.returncode == 0, built.stderr
+        assert "a lake: analysts ATTACH it read-only" in " ".join(built.stdout.split())
     assert not list(tmp_path.rglob("*-analytics.duckdb"))  # no published copy for a lake
 
     reference = tmp_path / "reference.duckdb"
