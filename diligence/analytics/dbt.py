@@ -27,9 +27,11 @@ values change (the warehouse's path would), and within one process the parsed ma
 is reused for every invocation. A sync does both in a background thread while it waits
 on the service (:func:`prepare`, through :func:`diligence.analytics.warm_up`).
 Build parameters (``as_of``, ``expiring_within_days``) are passed as dbt vars of the
-invocation, not of the parse, so they never cost a new parse. Invocations of one
-checkout are serialised (a lock file in `sql/target/`): they share its target dirs.
-They write no JSON artifacts (``--no-write-json``): results come back as objects, and a
+invocation, not of the parse, so they never cost a new parse. Parses of one checkout are
+serialised (a lock file in `sql/target/`), since they share its parse folders; every
+invocation writes its compiled SQL and logs into a private folder of its own, removed
+afterwards, so processes build side by side (each on its own warehouse). They write no
+JSON artifacts (``--no-write-json``): results come back as objects, and a
 ``manifest.json`` of 80 nodes costs about 0.1 s of each build.
 """
 
@@ -191,12 +193,14 @@ def invoke(
     duckdb_threads: int | None = None,
     project_dir: Path = PROJECT_DIR,
     read_only: bool = False,
+    target_path: Path | None = None,
 ) -> DbtRun:
     """Run one dbt command (``["run"]``, ``["test", "--select", "x"]``, ...) on `location`.
 
     Never raises for a failing model or test (see :attr:`DbtRun.success`); raises
     :class:`DbtError` when dbt cannot run at all. `read_only` attaches the warehouse
-    read-only (tests, docs, source freshness).
+    read-only (tests, docs, source freshness). dbt writes its files (compiled SQL, log,
+    docs) into `target_path`, else into a private folder removed afterwards.
     """
     from dbt.adapters.duckdb.connections import DuckDBConnectionManager
     from dbt.cli.main import dbtRunner
@@ -205,7 +209,7 @@ def invoke(
         from ..warehouse.lake import install_extensions
 
         install_extensions()
-    with _lock, _checkout_lock(project_dir), _profiles_dir(
+    with _lock, _profiles_dir(
         profile(
             location,
             memory_limit=memory_limit,
@@ -217,7 +221,8 @@ def invoke(
     ) as profiles_dir, _catalog_password(location):
         try:
             manifest = _manifest(project_dir, target)
-            args = [*command, *_common_args(project_dir, target, profiles_dir)]
+            args = [*command, *_common_args(project_dir, target, profiles_dir,
+                                            target_path or profiles_dir / "target")]
             if variables:
                 args += ["--vars", yaml.safe_dump(variables, default_flow_style=True).strip()]
             outcome = dbtRunner(manifest=manifest).invoke(args)
@@ -275,13 +280,13 @@ def prepare(target: str = "build", project_dir: Path = PROJECT_DIR) -> Any:
     (the parse is then reused by every invocation); returns dbt's manifest. A sync calls
     it beside its fetch (:func:`diligence.analytics.warm_up`), so the build after the
     load starts at once."""
-    with _lock, _checkout_lock(project_dir):
+    with _lock:
         return _manifest(project_dir, target)
 
 
 def _manifest(project_dir: Path, target: str) -> Any:
     """The project parsed for `target`, parsed at most once per process (the caller holds
-    the locks).
+    this process's lock; the parse takes the checkout's).
 
     dbt keeps a parse for the next process (partial parsing) only while the profile's
     connection values are the same; the warehouse's path and memory limit are not needed
@@ -292,18 +297,19 @@ def _manifest(project_dir: Path, target: str) -> Any:
     key = (str(project_dir), target)
     if key not in _manifests:
         fixed = profile(PARSE_LOCATION, targets=(target,), default_target=target)
-        with _profiles_dir(fixed) as parse_profiles:
-            parsed = dbtRunner().invoke(["parse", *_common_args(project_dir, target, parse_profiles)])
+        parse_dir = project_dir / "target" / f"diligence-{target}"
+        with _checkout_lock(project_dir), _profiles_dir(fixed) as parse_profiles:
+            parsed = dbtRunner().invoke(
+                ["parse", *_common_args(project_dir, target, parse_profiles, parse_dir)])
         if not parsed.success or parsed.result is None:
             raise DbtError(f"dbt could not parse {project_dir.name}/: {_first_line(parsed.exception)}")
         _manifests[key] = parsed.result
     return _manifests[key]
 
 
-def _common_args(project_dir: Path, target: str, profiles_dir: Path) -> list[str]:
-    """The arguments of every invocation for `target`: its own target and log folder,
-    nothing on stdout (results come back as objects)."""
-    target_dir = project_dir / "target" / f"diligence-{target}"
+def _common_args(project_dir: Path, target: str, profiles_dir: Path, target_dir: Path) -> list[str]:
+    """The arguments of every invocation for `target`: its target and log folder
+    `target_dir`, nothing on stdout (results come back as objects)."""
     target_dir.mkdir(parents=True, exist_ok=True)
     return [
         "--project-dir", str(project_dir),
@@ -367,6 +373,8 @@ def _profiles_dir(content: dict[str, Any]) -> Iterator[Path]:
 
 @contextlib.contextmanager
 def _checkout_lock(project_dir: Path) -> Iterator[None]:
+    """The checkout's parse folders to this process alone (a parse reads and rewrites
+    dbt's partial-parse file)."""
     lock_path = project_dir / "target" / ".diligence.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)

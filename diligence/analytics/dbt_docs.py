@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ..warehouse.filemodes import protect
-from .dbt import PROJECT_DIR, DbtError, describe_failure, invoke, location_of
+from .dbt import DbtError, describe_failure, invoke, location_of
 
 
 @dataclass(frozen=True)
@@ -32,14 +33,15 @@ class SourceFreshness:
 
 def generate_docs(warehouse: Any, out_dir: Path) -> Path:
     """Write dbt's docs site for `warehouse` into `out_dir`/index.html; returns its path."""
-    run = invoke(["docs", "generate", "--static"], location_of(warehouse), target="analytics", read_only=True)
-    if not run.success:
-        raise DbtError(describe_failure(run, "dbt docs generate"))
-    site = PROJECT_DIR / "target" / "diligence-analytics" / "static_index.html"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / "index.html"
-    temporary = out_dir / f".index.html.{os.getpid()}.tmp"
-    shutil.copyfile(site, temporary)
+    with tempfile.TemporaryDirectory(prefix="diligence-docs-") as generated:
+        run = invoke(["docs", "generate", "--static"], location_of(warehouse), target="analytics",
+                     read_only=True, target_path=Path(generated))
+        if not run.success:
+            raise DbtError(describe_failure(run, "dbt docs generate"))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        target = out_dir / "index.html"
+        temporary = out_dir / f".index.html.{os.getpid()}.tmp"
+        shutil.copyfile(Path(generated) / "static_index.html", temporary)
     protect(temporary)
     os.replace(temporary, target)
     return target

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import shutil
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -79,3 +83,27 @@ def test_two_dbt_threads_on_a_file_one_on_a_lake(tmp_path: Path) -> None:
     lake = dbt.profile(parse_location("ducklake:postgres:dbname=lake host=db", str(tmp_path / "files")))
     assert {o["threads"] for o in file["diligence"]["outputs"].values()} == {dbt.DBT_THREADS} == {2}
     assert {o["threads"] for o in lake["diligence"]["outputs"].values()} == {1}
+
+
+def test_a_build_waits_for_no_other_process_once_parsed(clean_template: Path, tmp_path: Path) -> None:
+    """Only parses share the checkout (its lock); a build writes its compiled SQL into a
+    folder of its own, so another process's parse or build never holds it up."""
+    dbt.prepare("build")
+    started = time.time()
+    warehouse = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(clean_template, warehouse)
+    lock = os.open(PROJECT_DIR / "target" / ".diligence.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as another process's parse would
+        built: list[Any] = []
+        thread = threading.Thread(target=lambda: built.append(build_models(warehouse, as_of=AS_OF)),
+                                  daemon=True)
+        thread.start()
+        thread.join(timeout=120)
+        assert built and built[0].row_counts["analytics.answers"] > 0, "the build waited"
+    finally:
+        os.close(lock)
+    written = [path for folder in ("compiled", "run")
+               for path in (PROJECT_DIR / "target").glob(f"*/{folder}/**/*.sql")
+               if path.stat().st_mtime >= started]
+    assert written == []  # the build's files were its own, and are gone
