@@ -13,10 +13,15 @@ from tests.processes import prefect_server
 
 #: Test folders whose tests share package- or session-scoped fixtures that cost seconds of
 #: CPU each time a worker makes them: the CLI's synced folder, the report's synced and
-#: reported warehouse, the lake's PostgreSQL cluster, the Prefect server of the flows and
-#: of the lake's fan-out. Under `make test` (``--dist loadgroup``) each of these folders
-#: runs in one worker; every other test file is a group of its own, as ``loadfile``.
+#: reported warehouse, the lake's PostgreSQL cluster, the flows' Prefect server. Under
+#: `make test` (``--dist loadgroup``) each of these folders runs in one worker; every
+#: other test file is a group of its own, as ``loadfile``.
 WHOLE_FOLDERS = ("tests/cli", "tests/flows", "tests/lake", "tests/report")
+#: The group of every test that uses the session's Prefect server (`prefect_server_api`),
+#: whatever its folder (the lake's fan-out too): one server for the run, not one in each
+#: worker that meets such a test (a server costs about 20 CPU s over a run; the lake's
+#: PostgreSQL cluster, then made in that worker too, about 1).
+PREFECT_SERVER_GROUP = "tests/flows"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
@@ -24,7 +29,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         folder = path.rsplit("/", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(folder if folder in WHOLE_FOLDERS else path))
+        if "prefect_server_api" in item.fixturenames:
+            group = PREFECT_SERVER_GROUP
+        else:
+            group = folder if folder in WHOLE_FOLDERS else path
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture
