@@ -41,9 +41,8 @@ CASES = {
 }
 
 
-@pytest.fixture
-def raw_documents(tmp_path: Path) -> Path:
-    path = create_raw(tmp_path / "warehouse.duckdb")
+def _raw_documents(path: Path) -> Path:
+    create_raw(path)
     insert(path, "connections", [connection(NS, "c1", "Acme")])
     insert(
         path,
@@ -54,9 +53,21 @@ def raw_documents(tmp_path: Path) -> Path:
     return path
 
 
-def test_boundaries(raw_documents: Path) -> None:
-    build_models(raw_documents, as_of=AS_OF, expiring_within_days=30)
-    result = by("document_id", rows(raw_documents, "select * from analytics.document_expiry"))
+@pytest.fixture
+def raw_documents(tmp_path: Path) -> Path:
+    return _raw_documents(tmp_path / "warehouse.duckdb")
+
+
+@pytest.fixture(scope="module")
+def built_documents(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The documents built as of AS_OF with a 30-day window (the default), read-only."""
+    path = _raw_documents(tmp_path_factory.mktemp("expiry") / "warehouse.duckdb")
+    build_models(path, as_of=AS_OF, expiring_within_days=30)
+    return path
+
+
+def test_boundaries(built_documents: Path) -> None:
+    result = by("document_id", rows(built_documents, "select * from analytics.document_expiry"))
     assert set(result) == set(CASES)  # the retired version is not current
     for doc_id, (_, status, days) in CASES.items():
         assert (doc_id, result[doc_id]["expiry_status"], result[doc_id]["days_until_expiry"]) == (
@@ -66,9 +77,8 @@ def test_boundaries(raw_documents: Path) -> None:
         )
 
 
-def test_dates_are_read_as_utc_timestamps(raw_documents: Path) -> None:
-    build_models(raw_documents, as_of=AS_OF)
-    result = by("document_id", rows(raw_documents, "select * from analytics.document_expiry"))
+def test_dates_are_read_as_utc_timestamps(built_documents: Path) -> None:
+    result = by("document_id", rows(built_documents, "select * from analytics.document_expiry"))
     exact = result["exactly_now"]
     assert exact["expiration_date"] == AS_OF
     assert exact["issue_date"] == datetime(2025, 1, 1, tzinfo=UTC)
@@ -81,7 +91,7 @@ def test_dates_are_read_as_utc_timestamps(raw_documents: Path) -> None:
     )
     assert result["exactly_now"]["expiration_date_text"] == at(timedelta(0))
     types = rows(
-        raw_documents,
+        built_documents,
         "select column_name, data_type from information_schema.columns "
         "where table_schema = 'analytics' and table_name = 'document_expiry'",
     )
