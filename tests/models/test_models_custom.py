@@ -20,8 +20,15 @@ ANALYSTS_GUIDE = PROJECT_DIR.parent / "docs" / "analysts.md"
 
 
 def _project_with(tmp_path: Path, models: dict[str, str]) -> Path:
+    """A copy of sql/ with `models` added under models/custom/, as an analyst adds them to
+    a checkout that has been parsed before: with the checkout's parse (dbt's partial
+    parse file), so dbt parses only what changed."""
     project = tmp_path / "sql"
     shutil.copytree(PROJECT_DIR, project, ignore=shutil.ignore_patterns("target", "logs"))
+    for parsed in (PROJECT_DIR / "target").glob("diligence-*/partial_parse.msgpack"):
+        copy = project / parsed.relative_to(PROJECT_DIR)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(parsed, copy)
     for name, sql in models.items():
         (project / "models" / "custom" / name).write_text(sql, encoding="utf-8")
     return project
