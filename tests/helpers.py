@@ -34,6 +34,14 @@ def sync(
     return run_sync(warehouse, settings_for(server, namespaces=namespaces, **(settings or {})), **options)
 
 
+def requests_answered(server: SandboxServer) -> int:
+    """The API requests `server` has answered since its counters were last reset, read in
+    this process: cheap enough to poll every few milliseconds, where a GET of
+    ``/_sandbox/stats`` costs about 30 ms of CPU (httpx builds a client, TLS context
+    included, for every call)."""
+    return server.app.stats.total
+
+
 def copy_warehouse(source: Path, target: Path) -> Path:
     """`target`: a copy of the synced warehouse `source` with dlt's folder beside it, so a
     test that changes a synced warehouse works on its own copy instead of syncing again."""

@@ -11,13 +11,10 @@ from pathlib import Path
 import httpx
 
 from sandbox.server import SandboxServer
+from tests.helpers import requests_answered
 from tests.processes import kill_when
 
 from .helpers import CREDENTIALS, DILIGENCE, run
-
-
-def _total(server: SandboxServer) -> int:
-    return int(httpx.get(f"{server.base_url}/_sandbox/stats").json()["total"])
 
 
 def _reset(server: SandboxServer) -> None:
@@ -30,7 +27,7 @@ def _killed_sync(server: SandboxServer, warehouse: Path, after: int) -> None:
         [DILIGENCE, "sync", "--no-models", "--base-url", server.base_url, "-w", str(warehouse)],
         cwd=warehouse.parent, env={**env, **CREDENTIALS},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    kill_when(process, lambda: _total(server) >= after)
+    kill_when(process, lambda: requests_answered(server) >= after)
 
 
 def test_killed_sync_shows_in_status_then_resumes_and_restart_starts_afresh(
@@ -38,7 +35,7 @@ def test_killed_sync_shows_in_status_then_resumes_and_restart_starts_afresh(
     args = ["sync", "--no-models", "--base-url", server.base_url]
     _reset(server)
     assert run([*args, "-w", str(tmp_path / "full.duckdb")], tmp_path, CREDENTIALS).returncode == 0
-    full = _total(server)
+    full = requests_answered(server)
 
     warehouse = tmp_path / "warehouse.duckdb"
     server.faults.latency_ms = 20
@@ -60,7 +57,7 @@ def test_killed_sync_shows_in_status_then_resumes_and_restart_starts_afresh(
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming," in resumed.stderr and "requests kept from" in resumed.stderr
     assert "; resumed: " in resumed.stdout
-    assert _total(server) < full
+    assert requests_answered(server) < full
     assert json.loads(run(["status", "--json", "-w", str(warehouse)], tmp_path).stdout)["resumable"] == []
 
     # --restart: a journal left by another kill is discarded, everything is read again.
@@ -74,4 +71,4 @@ def test_killed_sync_shows_in_status_then_resumes_and_restart_starts_afresh(
     restarted = run([*args, "--restart", "-w", str(warehouse)], tmp_path, CREDENTIALS)
     assert restarted.returncode == 0, restarted.stderr
     assert "resum" not in restarted.stderr + restarted.stdout
-    assert _total(server) == full
+    assert requests_answered(server) == full

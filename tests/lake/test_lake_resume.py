@@ -15,7 +15,7 @@ import pytest
 from diligence.warehouse import lake
 from diligence.warehouse.location import WarehouseLocation
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
-from tests.helpers import sync
+from tests.helpers import requests_answered, sync
 from tests.processes import kill_when
 
 pytestmark = pytest.mark.slow
@@ -45,16 +45,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _total(server: SandboxServer) -> int:
-    return int(httpx.get(f"{server.base_url}/_sandbox/stats").json()["total"])
-
-
 def test_a_killed_lake_sync_resumes_exactly(
         server: SandboxServer, lake_location: WarehouseLocation, tmp_path: Path) -> None:
     reference = tmp_path / "reference.duckdb"
     httpx.post(f"{server.base_url}/_sandbox/stats/reset")
     sync(server, reference)
-    full = _total(server)
+    full = requests_answered(server)
 
     args = [*DILIGENCE, "sync", "--no-models", "--base-url", server.base_url,
             "--warehouse", lake_location.uri, "--data-path", str(lake_location.data_path)]
@@ -63,16 +59,16 @@ def test_a_killed_lake_sync_resumes_exactly(
     process = subprocess.Popen(args, cwd=tmp_path, env=_env(), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:
-        kill_when(process, lambda: _total(server) >= full // 2, seconds=200)
+        kill_when(process, lambda: requests_answered(server) >= full // 2, seconds=200)
     finally:
         server.faults.latency_ms = 0
-    answered = _total(server)
+    answered = requests_answered(server)
 
     httpx.post(f"{server.base_url}/_sandbox/stats/reset")
     resumed = subprocess.run(args, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=400)
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming," in resumed.stderr or "not read again" in resumed.stderr
-    assert _total(server) <= full - answered + 16 + 2 + len(server.world.namespaces)
+    assert requests_answered(server) <= full - answered + 16 + 2 + len(server.world.namespaces)
 
     import duckdb
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
-from tests.helpers import current_counts, query, sync
+from tests.helpers import current_counts, query, requests_answered, sync
 
 pytestmark = pytest.mark.slow
 
@@ -101,10 +101,7 @@ def test_sigkill_then_rerun_matches_a_clean_run(
         _change_something(server)
         if phase == "extract":
             server.faults.latency_ms = 20
-            stats_url = f"{server.base_url}/_sandbox/stats"
-            import httpx
-
-            _kill_sync_when(server, warehouse, lambda: httpx.get(stats_url).json()["total"] > 350)
+            _kill_sync_when(server, warehouse, lambda: requests_answered(server) > 350)
             server.faults.latency_ms = 0
         else:
             _kill_sync_when(server, warehouse, _loading(warehouse))

@@ -20,7 +20,7 @@ from diligence.resume import journal_dir, resumable_journals
 from diligence.warehouse import Warehouse
 from pipelines.company_connections.journal import SUFFIX
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
-from tests.helpers import query, sync
+from tests.helpers import query, requests_answered, sync
 from tests.processes import kill_when
 from tests.reliability.test_fault_matrix import state
 
@@ -88,7 +88,7 @@ def _kill_at(server: SandboxServer, warehouse: Path, requests: int | None) -> in
         return committed
 
     kill_when(process, first_commit if requests is None
-              else lambda: _stats(server)["total"] >= requests)
+              else lambda: requests_answered(server) >= requests)
     assert process.returncode == -signal.SIGKILL
     return int(_stats(server)["total"])
 
