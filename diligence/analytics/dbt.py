@@ -202,9 +202,6 @@ def invoke(
     read-only (tests, docs, source freshness). dbt writes its files (compiled SQL, log,
     docs) into `target_path`, else into a private folder removed afterwards.
     """
-    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
-    from dbt.cli.main import dbtRunner
-
     if location.is_lake:
         from ..warehouse.lake import install_extensions
 
@@ -219,6 +216,11 @@ def invoke(
             read_only=read_only,
         )
     ) as profiles_dir, _catalog_password(location):
+        # imported under the lock, as the warm-up does: two threads importing dbt's
+        # modules at once can each get one of them half-initialised
+        from dbt.adapters.duckdb.connections import DuckDBConnectionManager
+        from dbt.cli.main import dbtRunner
+
         try:
             manifest = _manifest(project_dir, target)
             args = [*command, *_common_args(project_dir, target, profiles_dir,

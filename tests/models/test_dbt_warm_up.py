@@ -5,6 +5,8 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -107,3 +109,38 @@ def test_a_build_waits_for_no_other_process_once_parsed(clean_template: Path, tm
                for path in (PROJECT_DIR / "target").glob(f"*/{folder}/**/*.sql")
                if path.stat().st_mtime >= started]
     assert written == []  # the build's files were its own, and are gone
+
+
+_IMPORTS_UNDER_THE_LOCK = """
+import sys, threading
+from diligence.analytics import dbt
+held, asked = threading.Lock(), threading.Event()
+
+class Watched:  # the process's lock, telling when a thread asks for it
+    def __enter__(self):
+        asked.set()
+        held.acquire()
+    def __exit__(self, *exc):
+        held.release()
+
+dbt._lock = Watched()
+held.acquire()  # as a warm-up importing dbt and parsing holds it
+thread = threading.Thread(target=dbt.render_macro, args=("as_of",))
+thread.start()
+asked.wait(120)
+print("dbt imported before the lock:", "dbt.cli.main" in sys.modules)
+held.release()
+thread.join(timeout=120)
+print("finished:", not thread.is_alive())
+"""
+
+
+def test_an_invocation_imports_dbt_only_under_the_lock_the_warm_up_holds() -> None:
+    """A sync's build can start while its warm-up thread is still importing dbt: the
+    build's own imports of dbt wait for it (two threads importing dbt's modules at once
+    can each get one of them half-initialised: "partially initialized module")."""
+    done = subprocess.run([sys.executable, "-c", _IMPORTS_UNDER_THE_LOCK], capture_output=True,
+                          text=True, timeout=300, cwd=PROJECT_DIR.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["dbt imported before the lock: False",
+                                        "finished: True"], done.stdout + done.stderr[-2000:]
