@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import current_counts, query, requests_answered, sync
+from tests.processes import kill_when
 
 pytestmark = pytest.mark.slow
 
@@ -45,15 +44,7 @@ def _kill_sync_when(server: SandboxServer, warehouse: Path, moment: Callable[[],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 120
-    try:
-        while not moment():
-            assert process.poll() is None, "the sync finished before it could be killed"
-            assert time.monotonic() < deadline, "the moment to kill never came"
-            time.sleep(0.005)
-    finally:
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
+    kill_when(process, moment)
     assert process.returncode == -signal.SIGKILL
 
 
