@@ -234,14 +234,15 @@ class PrefectRequestBudget:
         self._changed: asyncio.Condition | None = None
 
     @contextlib.asynccontextmanager
-    async def request(self) -> AsyncIterator[None]:
-        """Wait for one request of the rate (nothing is given back: slots decay), then
-        hold one in-flight slot while the request is out."""
+    async def request(self, *, slot: bool = True) -> AsyncIterator[None]:
+        """Wait for one request of the rate (nothing is given back: slots decay), then,
+        if `slot`, hold one in-flight slot while the request is out (a login or a
+        renewal holds none: the requests holding every slot may be waiting for it)."""
         if self.name is not None:
             await self._take()
         else:
             self.requests += 1
-        if self.inflight is None:
+        if self.inflight is None or not slot:
             yield
             return
         await self.inflight.acquire()

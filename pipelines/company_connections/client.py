@@ -511,8 +511,9 @@ class ServiceClient:
         request takes its token only once it has its turn of the rate limit and of the
         shared budget, right before it goes out: a token read earlier may have expired
         or been renewed while the request queued. Login and renewal
-        requests (not `bearer`) don't queue for a slot, since queued requests may be
-        waiting for exactly that renewal. `request_timeout` bounds the whole attempt,
+        requests (not `bearer`) don't queue for a slot, of this client or of the shared
+        budget, since the requests holding the slots may be waiting for exactly that
+        renewal. `request_timeout` bounds the whole attempt,
         from sending to the last byte of the body.
         """
         sender = self._sender
@@ -520,7 +521,7 @@ class ServiceClient:
             raise ConfigurationError("use the client inside 'async with ServiceClient(...)'")
         sent_token: str | None = None
         await self.throttle.wait_turn()
-        async with self._budget.request() if self._budget else contextlib.nullcontext():
+        async with self._budget.request(slot=bearer) if self._budget else contextlib.nullcontext():
             if bearer:
                 sent_token = await self.tokens.get()
                 headers = {**headers, s.AUTHORIZATION_HEADER: f"Bearer {sent_token}"}

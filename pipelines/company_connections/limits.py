@@ -70,10 +70,14 @@ class RequestBudget(Protocol):
     Prefect global concurrency and rate limit). The client enters `request()` around
     every attempt it sends, inside its own slot and after its own pacing: entering
     waits for the request's share of the budget, leaving gives back what is held only
-    while the request is in flight. The client calls `aclose()` when it closes."""
+    while the request is in flight. A login or a token renewal enters it with
+    ``slot=False``: it takes its share of the rate but holds no in-flight slot, since
+    the requests holding every slot may be waiting for exactly that token. The client
+    calls `aclose()` when it closes."""
 
-    def request(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """Hold one request's share of the budget while it is in flight."""
+    def request(self, *, slot: bool = True) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold one request's share of the budget while it is in flight (without an
+        in-flight slot unless `slot`)."""
         ...
 
     def waiting_for(self) -> str:

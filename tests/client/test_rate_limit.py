@@ -13,7 +13,7 @@ import pytest
 from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.limits import AdaptiveThrottle
 
-from .fakes import FakeService
+from .fakes import WEEK, FakeService, make_jwt
 from .loopback import LoopbackServer, RateLimitedService
 
 pytestmark = pytest.mark.anyio
@@ -150,7 +150,7 @@ class _CountingBudget:
         self.closed = False
 
     @contextlib.asynccontextmanager
-    async def request(self) -> AsyncIterator[None]:
+    async def request(self, *, slot: bool = True) -> AsyncIterator[None]:
         self.taken += 1
         self.held += 1
         self.most_held = max(self.most_held, self.held)
@@ -180,6 +180,46 @@ async def test_every_attempt_holds_a_share_of_the_shared_budget() -> None:
     assert budget.taken == 1 + 20 + 1  # the login, 20 requests and one retry
     assert budget.held == 0 and 1 < budget.most_held <= 4 + 1
     assert budget.closed  # the client gave back what the budget holds
+
+
+class _SlotBudget(_CountingBudget):
+    """A RequestBudget whose in-flight share is `slots` (as a Prefect limit held whole by
+    this run): a request that holds a slot waits for a free one."""
+
+    def __init__(self, slots: int) -> None:
+        super().__init__()
+        self._slots = asyncio.Semaphore(slots)
+        self.without_slot = 0
+
+    @contextlib.asynccontextmanager
+    async def request(self, *, slot: bool = True) -> AsyncIterator[None]:
+        await asyncio.sleep(0)  # a real budget asks Prefect's API first: others go on
+        if not slot:
+            self.without_slot += 1
+            yield
+            return
+        async with self._slots, super().request():
+            yield
+
+
+async def test_a_renewal_goes_out_while_every_shared_slot_waits_for_it() -> None:
+    """Requests that hold every in-flight slot of the account's budget and wait for the
+    token's renewal: the renewal takes its share of the rate but holds no slot, or it
+    would wait for them as they wait for it (until the stall timeout)."""
+    lifetimes = iter([100.0])  # the first token's; then a week
+    service = FakeService(token_factory=lambda: make_jwt(lifetime=next(lifetimes, WEEK)))
+    service.route("GET", "/api/companies/c-1", json={"id": "c-1"})
+    budget = _SlotBudget(4)
+    async with service.client(budget=budget, max_concurrency=4) as client:
+        await client.company("ns", "c-1")  # logged in
+        due = client.tokens.renew_at
+        assert due is not None
+        client.tokens.clock = lambda: due + 1  # the token is due for renewal, not expired
+        async with asyncio.timeout(5):  # without the fix: a deadlock
+            await asyncio.gather(*(client.company("ns", "c-1") for _ in range(8)))
+    assert service.renew_calls == 1
+    assert budget.without_slot == 2  # the login and the renewal
+    assert budget.taken == 1 + 8
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ requests in flight, each leased in blocks."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -170,6 +171,28 @@ def test_a_run_tops_up_by_a_block_and_gives_idle_blocks_back(
 
     assert _run(scenario) == [6, 6, 2, 0]
     assert share.leases == 3 and share.most_held == 6
+    with get_client(sync_client=True) as client:
+        assert client.read_global_concurrency_limit_by_name(name).active_slots == 0
+
+
+def test_a_login_or_renewal_holds_no_in_flight_slot(prefect_harness: None) -> None:
+    """When every slot of the account is held by requests waiting for a new token, the
+    renewal still goes out: it takes its share of the rate, never a slot."""
+    name = "diligence-inflight-test-renewal"
+    with get_client(sync_client=True) as client:
+        client.upsert_global_concurrency_limit_by_name(name, 2)
+    budget = PrefectRequestBudget(None, 1, InflightShare(name, 2))
+
+    async def scenario() -> int:
+        async with contextlib.AsyncExitStack() as waiting_for_the_token:
+            for _ in range(2):  # every slot of the account
+                await waiting_for_the_token.enter_async_context(budget.request())
+            async with asyncio.timeout(5), budget.request(slot=False):
+                held = budget.inflight.held if budget.inflight else -1
+        await budget.aclose()
+        return held
+
+    assert _run(scenario) == 2 and budget.requests == 3
     with get_client(sync_client=True) as client:
         assert client.read_global_concurrency_limit_by_name(name).active_slots == 0
 
