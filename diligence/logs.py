@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Iterable, Iterator
 
 from .safe_text import terminal_text
 
@@ -12,7 +13,26 @@ _BEARER = re.compile(r"(?i)(bearer\s+|basic\s+)[A-Za-z0-9._~+/=-]+")
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 
 
-def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
+class LazySecrets:
+    """Secret values to mask: those `lookup` returns, looked up on first use, and those
+    added later. A command that logs nothing and fails in no way never looks them up
+    (the CLI's lookup reads dlt's config: about 1 s of start-up)."""
+
+    def __init__(self, lookup: Callable[[], Iterable[str | None]]) -> None:
+        self._lookup = lookup
+        self._found: tuple[str, ...] | None = None
+        self._added: list[str] = []
+
+    def add(self, value: str) -> None:
+        self._added.append(value)
+
+    def __iter__(self) -> Iterator[str]:
+        if self._found is None:
+            self._found = tuple(value for value in self._lookup() if value)
+        return iter((*self._found, *self._added))
+
+
+def mask_secrets(text: str, secrets: Iterable[str] = ()) -> str:
     """Replace authorization values, JWTs and the given secret strings with ``***``."""
     text = _BEARER.sub(lambda m: m.group(1) + "***", text)
     text = _JWT.sub("***", text)
@@ -25,7 +45,7 @@ def mask_secrets(text: str, secrets: tuple[str, ...] = ()) -> str:
 class SecretMaskingFilter(logging.Filter):
     """Masks secrets in every record that passes the handler it is attached to."""
 
-    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
         super().__init__()
         self.secrets = secrets
 
@@ -55,7 +75,7 @@ QUIET, NORMAL, VERBOSE = -1, 0, 1
 
 
 def configure_logging(
-    *, debug: bool = False, secrets: tuple[str, ...] = (), verbosity: int = NORMAL
+    *, debug: bool = False, secrets: Iterable[str] = (), verbosity: int = NORMAL
 ) -> None:
     """Log to stderr: `diligence.*` (ours, the client's too) at INFO, dlt at WARNING.
 

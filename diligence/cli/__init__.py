@@ -31,7 +31,7 @@ from rich.markup import escape
 
 from ..config import expiring_within_days as configured_expiry
 from ..errors import DiligenceError, raised_on_purpose
-from ..logs import configure_logging, mask_secrets
+from ..logs import LazySecrets, configure_logging, mask_secrets
 from ..memory import bound_process_memory
 from ..safe_text import console_text, terminal_text
 from ..warehouse import DEFAULT_WAREHOUSE, Warehouse, open_warehouse
@@ -127,17 +127,15 @@ def _password_from_stdin(asked: bool) -> str | None:
         password = read_password_stdin()
     except ValueError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
-    _state["secrets"] = (*_state["secrets"], password)
-    configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
+    _state["secrets"].add(password)
     return password
 
 
-def _secrets() -> tuple[str, ...]:
+def _configured_secrets() -> list[str | None]:
     """Configured secret values, so that logs can mask them wherever they appear."""
     from pipelines.company_connections.credentials import configured_secret  # start-up: dlt
 
-    values = (configured_secret(key) for key in ("password", "access_token"))
-    return tuple(value for value in values if value)
+    return [configured_secret(key) for key in ("password", "access_token")]
 
 
 def handle_errors(func: F) -> F:
@@ -145,7 +143,8 @@ def handle_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        _state["secrets"] = _secrets()
+        # looked up when a line is first masked: `status` or `export` never load dlt for it
+        _state["secrets"] = LazySecrets(_configured_secrets)
         configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
 
         def error_line(text: str) -> None:

@@ -1,10 +1,15 @@
-"""The CLI answers at once: --help, -h and --version import none of the heavy libraries."""
+"""The CLI answers at once: --help, -h and --version import none of the heavy libraries,
+and `export` none it does not use."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+
+from diligence.logs import LazySecrets, mask_secrets
+
+from .helpers import SyncedFolder
 
 ROOT = Path(__file__).resolve().parents[2]
 DILIGENCE = Path(sys.executable).with_name("diligence")
@@ -46,3 +51,41 @@ def test_help_imports_no_heavy_library() -> None:
                 if line.startswith("import time:")}
     assert "diligence.cli" in imported and "typer" in imported
     assert not imported & set(HEAVY), imported & set(HEAVY)
+
+
+def test_export_loads_neither_the_source_nor_pandas(synced_folder: SyncedFolder, tmp_path: Path) -> None:
+    """`export` reads the warehouse and one setting: it never imports the source package
+    (whose import looks up the secrets to mask) nor pandas (a bound query parameter
+    would make DuckDB import it), each about half a second of its start-up."""
+    warehouse = synced_folder.copy(tmp_path)
+    code = (
+        "import sys\n"
+        "from diligence.cli import app\n"
+        "try:\n"
+        f"    app(['export', '--format', 'csv', '--out', 'out', '-w', {str(warehouse)!r}], "
+        "prog_name='diligence')\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0, exit.code\n"
+        "print(sorted(m for m in ('pipelines.company_connections', 'pandas') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+    assert (tmp_path / "out" / "answers.csv").exists()
+
+
+def test_secrets_are_looked_up_once_when_first_masked() -> None:
+    looked_up: list[int] = []
+
+    def lookup() -> list[str | None]:
+        looked_up.append(1)
+        return ["configured-pw", None]
+
+    secrets = LazySecrets(lookup)
+    secrets.add("typed-pw")
+    assert looked_up == []  # nothing masked yet
+    line = "login configured-pw / typed-pw failed"
+    assert mask_secrets(line, secrets) == "login *** / *** failed"
+    assert mask_secrets(line, secrets) == "login *** / *** failed"
+    assert looked_up == [1]
