@@ -3,12 +3,13 @@ flags, or the Prefect Secret block the flow reads.
 
 Each path runs what a user runs (two syncs, one downloading documents; on the env path
 the first builds the models, and exports, the HTML report and status follow; for the
-Prefect path the flow on a real local Prefect server, which builds the models and writes
-exports and the report), then
+Prefect path the flow on the session's Prefect server, which builds the models and
+writes exports and the report), then
 every file under the warehouse's folder (dlt's pipelines dir is inside it), the reports,
-the downloaded documents and the Prefect home (its SQLite database, its WAL and the
-server's log) is scanned for every form of the secrets (:mod:`secret_scan`), as is every
-output. The sandbox's own password is a canary that appears nowhere else.
+the downloaded documents, the flow's Prefect home (its persisted results) and the
+server's home (its SQLite database, its WAL and its log, with every other flow test's
+runs in it too) is scanned for every form of the secrets (:mod:`secret_scan`), as is
+every output. The sandbox's own password is a canary that appears nowhere else.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from sandbox.server import DEFAULT_EMAIL, SandboxServer
-from tests.processes import base_env, free_port, prefect_server
+from tests.processes import base_env, free_port
 
 from .secret_scan import leaks_in, scan, secret_forms
 
@@ -142,11 +144,11 @@ print("flow run:", state.type.value)
 """
 
 
-def _by_prefect_secret_block(tmp_path: Path) -> tuple[list[bytes], list[str]]:
+def _by_prefect_secret_block(tmp_path: Path, prefect_api: str) -> tuple[list[bytes], list[str]]:
     """The flow on a real local Prefect server, the password only in the Secret block;
     logs of dlt and diligence go to the API too, and task results are persisted."""
     home = tmp_path / "prefect-home"
-    with SandboxServer(scale="small", password=PASSWORD) as sandbox, prefect_server(home) as prefect_api:
+    with SandboxServer(scale="small", password=PASSWORD) as sandbox:
         sandbox.faults.update({"token_lifetime": 2, "latency_ms": 5})
         env = base_env(home) | {
             "PREFECT_API_URL": prefect_api,
@@ -168,20 +170,32 @@ PATHS = {
     "env": _by_env,
     "secrets_toml": _by_secrets_toml,
     "cli_flags": _by_cli_flags,
-    "prefect_secret_block": _by_prefect_secret_block,
 }
 
 
 @pytest.mark.parametrize("configured_by", list(PATHS))
 def test_no_secret_at_rest_whatever_the_configuration_path(tmp_path: Path, configured_by: str) -> None:
     outputs, tokens = PATHS[configured_by](tmp_path)
+    _assert_no_secret_at_rest(tmp_path, configured_by, outputs, tokens)
+
+
+def test_no_secret_at_rest_through_the_prefect_secret_block(
+        tmp_path: Path, prefect_server_api: str, prefect_server_home: Path) -> None:
+    outputs, tokens = _by_prefect_secret_block(tmp_path, prefect_server_api)
+    _assert_no_secret_at_rest(tmp_path, "prefect_secret_block", outputs, tokens,
+                              also=[prefect_server_home])
+
+
+def _assert_no_secret_at_rest(tmp_path: Path, configured_by: str, outputs: list[bytes],
+                              tokens: list[str], also: Sequence[Path] = ()) -> None:
+    """No form of the secrets in `outputs`, nor in any file under `tmp_path` (but the
+    user's own `.dlt/secrets.toml`) or the folders `also`; and the scan saw what it must."""
     if configured_by != "cli_flags":
         assert tokens, "the sandbox issued tokens: each one is looked for"
     forms = secret_forms(DEFAULT_EMAIL, PASSWORD, tokens)
     for blob in outputs:
         assert not leaks_in(blob, forms)
-    # everything in the test's folder but the user's own `.dlt/secrets.toml`
-    roots = [path for path in tmp_path.iterdir() if path.name != ".dlt"]
+    roots = [path for path in tmp_path.iterdir() if path.name != ".dlt"] + list(also)
     scanned, found = scan(roots, forms)
     print(f"{configured_by}: {scanned} files scanned for {len(forms)} secret forms, {len(found)} with a secret")
     assert not found, found
@@ -200,7 +214,8 @@ def test_no_secret_at_rest_whatever_the_configuration_path(tmp_path: Path, confi
         assert any(n.startswith("reports/") and n.endswith("answers.csv") for n in names)
         assert any(n.startswith("reports/") and n.endswith("report.html") for n in names)
     if configured_by == "prefect_secret_block":
-        assert "prefect-home/prefect.db" in names and "prefect-home/server.log" in names
+        server_files = {p.name for root in also for p in root.iterdir()}
+        assert {"prefect.db", "server.log"} <= server_files, server_files
     else:
         assert any(n.startswith("files/") for n in names)
     assert scanned > 20
