@@ -19,10 +19,11 @@ blocks of ``block`` slots (``rate_limit(name, occupy=block)``, 0.5 s worth of
 used, the next request leases the next block while the others go on with what is left.
 In-flight slots (:class:`InflightShare`) are leased in blocks of a quarter of
 ``max_concurrency`` and held, under a Prefect lease that Prefect renews, for as long as
-the run uses them: a run tops up by one block when all of its slots stay busy for
-``INFLIGHT_TOPUP_AFTER_SECONDS``, gives a
-block back when two whole blocks have lain idle for ``INFLIGHT_IDLE_SECONDS``, and
-gives everything back at its end.
+the run uses them: a run tops up by one block when a request has waited
+``INFLIGHT_TOPUP_AFTER_SECONDS`` for one of its busy slots, or at once when a block's
+worth of requests waits (with quick answers no single request waits that long, yet the
+queue is there), gives a block back when two whole blocks have lain idle for
+``INFLIGHT_IDLE_SECONDS``, and gives everything back at its end.
 A run killed without giving back loses its slots when their lease runs out
 (``INFLIGHT_LEASE_SECONDS``).
 """
@@ -56,7 +57,8 @@ LEASE_SECONDS = 0.5
 #: In-flight slots per lease: this share of `max_concurrency` (at least one slot).
 INFLIGHT_BLOCK_SHARE = 0.25
 #: How long a request waits for one of the run's busy slots before the run leases one
-#: more block (slots free up within milliseconds when responses are quick).
+#: more block (slots free up within milliseconds when responses are quick); a block's
+#: worth of waiting requests leases it at once.
 INFLIGHT_TOPUP_AFTER_SECONDS = 0.1
 #: How long two whole blocks of a run lie idle before it gives one back (requests come
 #: in bursts as rate blocks arrive: giving back at once would lease again a moment later).
@@ -96,6 +98,7 @@ class InflightShare:
         self._holders: list[tuple[asyncio.Task[None], asyncio.Event]] = []
         self._returning: list[asyncio.Task[None]] = []  # blocks being given back
         self._in_use = 0
+        self._wanting = 0  # requests waiting a moment for a busy slot to free up
         self._idle_check: asyncio.TimerHandle | None = None
         self._busy_at = 0.0  # when fewer than two blocks last lay idle
         self._leasing: asyncio.Task[None] | None = None
@@ -118,15 +121,22 @@ class InflightShare:
         return self._leasing is not None and not self._holders
 
     async def acquire(self) -> None:
-        """Take one held slot; if every slot stays busy for
-        `INFLIGHT_TOPUP_AFTER_SECONDS` (or none is held), lease one more block."""
+        """Take one held slot. When every held slot is busy, wait for one to free up,
+        and lease one more block once this request has waited
+        `INFLIGHT_TOPUP_AFTER_SECONDS` or a block's worth of requests waits (at once
+        when none is held)."""
         changed = self._condition()
         async with changed:
             if self._in_use >= self.held and self.held:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(
-                        changed.wait_for(lambda: self._in_use < self.held),
-                        INFLIGHT_TOPUP_AFTER_SECONDS)
+                self._wanting += 1
+                changed.notify_all()  # the requests waiting may now be a block's worth
+                try:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(changed.wait_for(
+                            lambda: self._in_use < self.held or self._wanting >= self.block),
+                            INFLIGHT_TOPUP_AFTER_SECONDS)
+                finally:
+                    self._wanting -= 1
             while self._in_use >= self.held:
                 if self._failed is not None:
                     raise self._failed

@@ -78,7 +78,9 @@ def test_two_workers_of_one_account_share_fifty_requests_a_second(
     assert len({b.name for b in budgets}) == 1
     for made in budgets:
         assert made.block == 25 and made.leases <= made.requests / 25 + 2
-        assert made.inflight is not None and made.inflight.leases <= 3
+        # in-flight blocks are leased as a block's worth of requests queues for them (the
+        # rate's blocks arrive in bursts) and given back once idle: a few, never per request
+        assert made.inflight is not None and made.inflight.leases <= 8
     assert stats["in_flight_peak"] <= 16  # max_concurrency's default, for both together
     with get_client(sync_client=True) as client:
         limit = client.read_global_concurrency_limit_by_name(str(budgets[0].name))
@@ -173,6 +175,32 @@ def test_a_run_tops_up_by_a_block_and_gives_idle_blocks_back(
     assert share.leases == 3 and share.most_held == 6
     with get_client(sync_client=True) as client:
         assert client.read_global_concurrency_limit_by_name(name).active_slots == 0
+
+
+def test_a_blocks_worth_of_waiting_requests_leases_the_next_block_at_once(
+        prefect_harness: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests that find every held slot busy wait a moment for one to free up; once a
+    whole block's worth of them waits, the run leases the next block without waiting."""
+    monkeypatch.setattr(budget_module, "INFLIGHT_TOPUP_AFTER_SECONDS", 60.0)
+    name = "diligence-inflight-test-demand"
+    with get_client(sync_client=True) as client:
+        client.upsert_global_concurrency_limit_by_name(name, 8)
+    share = InflightShare(name, 2)
+
+    async def scenario() -> list[int]:
+        held = []
+        for _ in range(2):  # the first block, every slot of it busy
+            await share.acquire()
+        held.append(share.held)
+        async with asyncio.timeout(10):  # not INFLIGHT_TOPUP_AFTER_SECONDS
+            await asyncio.gather(share.acquire(), share.acquire())
+        held.append(share.held)
+        for _ in range(4):
+            await share.release()
+        await share.aclose()
+        return held
+
+    assert _run(scenario) == [2, 4] and share.leases == 2
 
 
 def test_a_login_or_renewal_holds_no_in_flight_slot(prefect_harness: None) -> None:
