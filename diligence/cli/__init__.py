@@ -143,7 +143,8 @@ def handle_errors(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        # looked up when a line is first masked: `status` or `export` never load dlt for it
+        # looked up when a line is first masked: an `export` or `report` that masks nothing
+        # never imports the source package for it
         _state["secrets"] = LazySecrets(_configured_secrets)
         configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
 
