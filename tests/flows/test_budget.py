@@ -147,15 +147,20 @@ def _run(coroutine: Callable[[], Any]) -> Any:
     return asyncio.run(coroutine())
 
 
+def _share(name: str, slots: int, block: int = 2) -> InflightShare:
+    """A run's share, in blocks of `block`, of the Prefect limit `name` of `slots` slots."""
+    with get_client(sync_client=True) as client:
+        client.upsert_global_concurrency_limit_by_name(name, slots)
+    return InflightShare(name, block)
+
+
 def test_a_run_tops_up_by_a_block_and_gives_idle_blocks_back(
         prefect_harness: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """In-flight slots come in blocks: all busy leases one more, two blocks idle for a
     while give one back, and closing gives the rest back to Prefect."""
     monkeypatch.setattr(budget_module, "INFLIGHT_IDLE_SECONDS", 0.2)
     name = "diligence-inflight-test-blocks"
-    with get_client(sync_client=True) as client:
-        client.upsert_global_concurrency_limit_by_name(name, 8)
-    share = InflightShare(name, 2)
+    share = _share(name, 8)
 
     async def scenario() -> list[int]:
         held = []
@@ -183,9 +188,7 @@ def test_a_blocks_worth_of_waiting_requests_leases_the_next_block_at_once(
     whole block's worth of them waits, the run leases the next block without waiting."""
     monkeypatch.setattr(budget_module, "INFLIGHT_TOPUP_AFTER_SECONDS", 60.0)
     name = "diligence-inflight-test-demand"
-    with get_client(sync_client=True) as client:
-        client.upsert_global_concurrency_limit_by_name(name, 8)
-    share = InflightShare(name, 2)
+    share = _share(name, 8)
 
     async def scenario() -> list[int]:
         held = []
@@ -207,9 +210,7 @@ def test_a_login_or_renewal_holds_no_in_flight_slot(prefect_harness: None) -> No
     """When every slot of the account is held by requests waiting for a new token, the
     renewal still goes out: it takes its share of the rate, never a slot."""
     name = "diligence-inflight-test-renewal"
-    with get_client(sync_client=True) as client:
-        client.upsert_global_concurrency_limit_by_name(name, 2)
-    budget = PrefectRequestBudget(None, 1, InflightShare(name, 2))
+    budget = PrefectRequestBudget(None, 1, _share(name, 2))
 
     async def scenario() -> int:
         async with contextlib.AsyncExitStack() as waiting_for_the_token:
