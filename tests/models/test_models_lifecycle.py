@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import diligence.analytics.publish as publish_module
 from diligence.analytics.checks import run_checks
 from diligence.analytics.models import build_models
 from diligence.analytics.publish import publish_analytics
@@ -378,6 +379,31 @@ def test_published_copy_carries_freshness(warehouse: Path, tmp_path: Path) -> No
         "select comment is not null as ok from duckdb_tables() where table_name = 'freshness'",
     ) == [{"ok": True}]
 
+
+def test_a_publish_that_fails_midway_leaves_the_previous_copy_and_the_session_as_they_were(
+    warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own = tmp_path / "warehouse.duckdb"
+    shutil.copyfile(warehouse, own)
+    with Warehouse(own).session(memory_limit=None) as con:
+        published = publish_analytics(own, con)
+        before = published.read_bytes()
+
+        def fail(*args: object, **kwargs: object) -> int:
+            raise RuntimeError("disk full")  # after every table of the copy is written
+
+        monkeypatch.setattr(publish_module, "copy_comments", fail)
+        with pytest.raises(RuntimeError, match="disk full"):
+            publish_analytics(own, con)
+        assert published.read_bytes() == before
+        # the session is usable: no transaction left open, the copy detached
+        assert con.execute("select count(*) from duckdb_databases() where database_name = 'published'"
+                           ).fetchone() == (0,)
+        con.execute("create table main.after_the_failure as select 1 as x")
+        monkeypatch.undo()
+        assert publish_analytics(own, con) == published
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "warehouse-analytics.duckdb", "warehouse.duckdb"]
 
 def test_end_reasons_on_the_older_raw_shape(tmp_path: Path) -> None:
     """Raw connections without scd2 columns (delete-insert, reloaded by every sync): a
