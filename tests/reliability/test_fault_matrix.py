@@ -24,7 +24,7 @@ import pytest
 
 from diligence.sync import SyncResult
 from sandbox.server import SandboxServer
-from tests.helpers import copy_warehouse, query, sync
+from tests.helpers import copy_warehouse, queries, query, sync
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +44,7 @@ STATE_SQL = {
 
 def state(warehouse: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Everything the sync landed, minus sync times and dlt's ids: comparable across runs."""
-    return {name: sorted(query(warehouse, sql), key=repr) for name, sql in STATE_SQL.items()}
+    return {name: sorted(rows, key=repr) for name, rows in queries(warehouse, STATE_SQL).items()}
 
 
 @pytest.fixture(scope="module")
