@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from diligence.analytics.checks import check_names, run_checks
+from diligence.analytics.checks import check_names
 from diligence.analytics.dbt import PROJECT_DIR, forget_parse
 from diligence.analytics.models import ModelError, build_models
 
@@ -67,7 +67,7 @@ def test_the_readme_example_builds_with_our_models(clean_warehouse: Path, tmp_pa
     )
     assert expected > 0
     assert scalar(clean_warehouse, f"select count(*) from analytics.{table}") == expected
-    assert all(r.passed for r in run_checks(clean_warehouse, project_dir=project))
+    assert result.checks and all(r.passed for r in result.checks)
 
 
 def test_a_failing_custom_model_names_itself_and_keeps_analytics(
