@@ -107,47 +107,32 @@ def test_status_names_the_sync_creating_the_warehouse(tmp_path: Path) -> None:
 
 # -- --wait says it waited ---------------------------------------------------------------------
 def test_wait_says_how_long_it_waited(synced: Path) -> None:
-    held = threading.Event()
-    started = threading.Event()
-
-    def hold() -> None:
-        with writer_lock(synced):
-            held.set()
-            started.wait(30)  # the command is up and asking for the warehouse
-            time.sleep(2)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    held.wait(10)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SOURCES__")}
-    process = subprocess.Popen(
-        [DILIGENCE, "--verbose", "models", "-w", str(synced), "--wait", "60"], cwd=synced.parent, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        lock = synced.with_name(synced.name + ".lock")
+    """The command runs in a thread of this process while the test holds the writer
+    lock: the lock is taken on an open file of its own (flock), so the two exclude each
+    other as two processes do."""
+    lock = synced.with_name(synced.name + ".lock")
+    done: list[subprocess.CompletedProcess[str]] = []
+    command = threading.Thread(target=lambda: done.append(
+        run(["--verbose", "models", "-w", str(synced), "--wait", "60"], synced.parent)))
+    with writer_lock(synced):
+        command.start()
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not _waiting_on(lock, process.pid):
-            time.sleep(0.1)
-        started.set()
-        stdout, stderr = process.communicate(timeout=120)
-    finally:
-        started.set()
-        holder.join()
-    assert process.returncode == 0, stderr
-    line = next(line for line in stderr.splitlines() if line.startswith("waited "))
+        while time.monotonic() < deadline and _opened(lock) < 2:
+            time.sleep(0.1)  # until the command has the lock file open: it is waiting
+        time.sleep(2)
+    command.join(120)
+    [result] = done
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stderr.splitlines() if line.startswith("waited "))
     seconds = float(line.split()[1].rstrip("s"))
     assert 1.5 <= seconds <= 60 and str(synced) in line
-    assert "all data checks passed" in stdout
+    assert "all data checks passed" in result.stdout
 
 
-def _waiting_on(lock: Path, pid: int) -> bool:
-    """True once process `pid` has the lock file open (it is then polling for the lock)."""
-    try:
-        return any(os.path.realpath(f"/proc/{pid}/fd/{fd}") == str(lock.resolve())
-                   for fd in os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return False
+def _opened(path: Path) -> int:
+    """How many file descriptors of this process have `path` open."""
+    target = str(path.resolve())
+    return sum(os.path.realpath(f"/proc/self/fd/{fd}") == target for fd in os.listdir("/proc/self/fd"))
 
 
 # -- models --as-of in the past --------------------------------------------------------------
