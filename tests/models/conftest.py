@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from diligence.analytics.models import build_models
+from diligence.analytics.models import ModelsResult, build_models
 
 from .rawdb import (
     AS_OF,
@@ -133,10 +133,15 @@ def make_clean_raw(path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def clean_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def clean_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModelsResult]:
+    """The warehouse of make_clean_raw, built as of AS_OF (read-only), and its build."""
     path = make_clean_raw(tmp_path_factory.mktemp("clean") / "warehouse.duckdb")
-    build_models(path, as_of=AS_OF)
-    return path
+    return path, build_models(path, as_of=AS_OF)
+
+
+@pytest.fixture(scope="session")
+def clean_template(clean_build: tuple[Path, ModelsResult]) -> Path:
+    return clean_build[0]
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.analytics.models import ModelError, build_models
+from diligence.analytics.models import ModelError, ModelsResult, build_models
 
 from .helpers import by, rows, scalar
 from .rawdb import (
@@ -44,8 +44,10 @@ ANALYTICS_TABLES = {
 }
 
 
-def test_result_reports_timings_in_dependency_order_and_row_counts(clean_warehouse: Path) -> None:
-    result = build_models(clean_warehouse, as_of=AS_OF)
+def test_result_reports_timings_in_dependency_order_and_row_counts(
+    clean_build: tuple[Path, ModelsResult], clean_warehouse: Path
+) -> None:
+    result = clean_build[1]  # the build of the warehouse clean_warehouse copies
     names = list(result.timings)
     assert names.index("staging.stg_questionnaire_versions") < names.index(
         "staging.stg_questionnaire_field_versions"
@@ -349,7 +351,6 @@ def test_answers_wide_without_answers(tmp_path: Path) -> None:
 
 
 def test_views_resolve_when_the_file_is_attached_under_another_name(clean_warehouse: Path) -> None:
-    build_models(clean_warehouse, as_of=AS_OF)
     with duckdb.connect() as con:
         con.execute(f"attach '{clean_warehouse}' as elsewhere (read_only)")
         views = con.execute(
