@@ -63,9 +63,13 @@ def _two_workers(server: SandboxServer, tmp_path: Path, budgets: list[PrefectReq
 def test_two_workers_of_one_account_share_fifty_requests_a_second(
         prefect_harness: None, tmp_path: Path) -> None:
     """Two workers, one namespace each, against a 50 req/s token bucket, both configured
-    with requests_per_second = 50: together they use at least 80 % of it (96 % in the
-    benchmark on a quiet machine; this suite shares two cores with two other test files),
-    with at most 1 % 429s, and ask Prefect once per block of requests."""
+    with requests_per_second = 50: together they use most of it, with at most 1 % 429s,
+    and ask Prefect once per block of requests.
+
+    "Most" is 60 %: a budget that split the rate between the workers, or queued them on
+    Prefect, would leave them half of it. What they reach is a speed figure, measured by
+    ``python -m benchmarks.budget_cost`` (96 % on a quiet machine); here the suite shares
+    two cores with two other test files, and a starved run has reached 76 %."""
     budgets: list[PrefectRequestBudget] = []
     with SandboxServer(scale="medium") as server:
         server.faults.update({"rate_limit": 50})
@@ -74,7 +78,7 @@ def test_two_workers_of_one_account_share_fifty_requests_a_second(
     seconds = max(result.timings["extract"] for result in results.values())  # both fetches
     throttled = stats["injected"].get("rate_limited", 0)
     assert throttled <= 0.01 * stats["total"], (throttled, stats["total"])
-    assert stats["total"] / seconds >= 0.8 * 50, (stats["total"], seconds)
+    assert stats["total"] / seconds >= 0.6 * 50, (stats["total"], seconds)
     assert len({b.name for b in budgets}) == 1
     for made in budgets:
         assert made.block == 25 and made.leases <= made.requests / 25 + 2
