@@ -51,7 +51,7 @@ def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
         con.execute(f"attach {sql_string(str(temporary))} as published")
         try:
             # one transaction: one commit into the copy, not one per table and comment
-            # (a third less time for the sandbox's 15 tables and 360 comments)
+            # (0.36 s instead of 0.49 s for the sandbox's 15 tables and 362 comments)
             con.execute("begin transaction")
             try:
                 con.execute("create schema published.analytics")

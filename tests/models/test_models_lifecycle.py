@@ -405,6 +405,7 @@ def test_a_publish_that_fails_midway_leaves_the_previous_copy_and_the_session_as
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "warehouse-analytics.duckdb", "warehouse.duckdb"]
 
+
 def test_end_reasons_on_the_older_raw_shape(tmp_path: Path) -> None:
     """Raw connections without scd2 columns (delete-insert, reloaded by every sync): a
     current connection counts as connected at every earlier sync, so what ended earlier
