@@ -8,7 +8,9 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 # Prefect reads its settings when it is imported: give the whole session a private
@@ -34,12 +36,14 @@ from prefect.client.schemas.filters import (
     LogFilterFlowRunId,
     TaskRunFilter,
 )
-from prefect.client.schemas.objects import Artifact, TaskRun
+from prefect.client.schemas.objects import Artifact, State, TaskRun
 from prefect.client.schemas.sorting import ArtifactSort, TaskRunSort
 from prefect.events.worker import EventsWorker
 from prefect.logging.handlers import APILogHandler, APILogWorker
 
+from flows.company_connections_sync import company_connections_sync
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.helpers import requests_answered
 
 EMAIL_ENV = "SOURCES__COMPANY_CONNECTIONS__EMAIL"
 PASSWORD_ENV = "SOURCES__COMPANY_CONNECTIONS__PASSWORD"
@@ -66,6 +70,55 @@ def sandbox() -> Iterator[SandboxServer]:
     """The service emulator; the flow only reads it, so one serves the whole session."""
     with SandboxServer(scale="small") as server:
         yield server
+
+
+#: a namespace the sandbox's user is not a member of
+UNKNOWN_NAMESPACE = "00000000-not-a-namespace"
+
+
+@dataclass(frozen=True)
+class SharedRun:
+    """A flow run that several tests read (they change nothing of it)."""
+
+    state: State
+    #: its `warehouse` and `reports_dir`
+    paths: dict[str, str]
+    #: the API requests it made
+    requests: int
+
+
+def _shared_run(sandbox: SandboxServer, folder: Path, **parameters: Any) -> SharedRun:
+    """The flow on `sandbox` into a fresh warehouse in `folder`, with the sandbox's login
+    in env vars."""
+    paths = {"warehouse": str(folder / "warehouse.duckdb"), "reports_dir": str(folder / "reports")}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(EMAIL_ENV, DEFAULT_EMAIL)
+        patch.setenv(PASSWORD_ENV, DEFAULT_PASSWORD)
+        patch.delenv("SOURCES__COMPANY_CONNECTIONS__ACCESS_TOKEN", raising=False)
+        before = requests_answered(sandbox)
+        state = company_connections_sync(base_url=sandbox.base_url, **paths, **parameters,
+                                         return_state=True)
+    return SharedRun(state=state, paths=paths, requests=requests_answered(sandbox) - before)
+
+
+@pytest.fixture(scope="session")
+def default_run(prefect_harness: None, sandbox: SandboxServer,
+                tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
+    """A run with the default parameters: a full read of the sandbox. The sandbox
+    answers after 20 ms, long enough for the namespaces' fetches to be seen side by side."""
+    sandbox.faults.latency_ms = 20
+    try:
+        return _shared_run(sandbox, tmp_path_factory.mktemp("default-run"))
+    finally:
+        sandbox.faults.latency_ms = 0
+
+
+@pytest.fixture(scope="session")
+def unknown_namespace_run(prefect_harness: None, sandbox: SandboxServer,
+                          tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
+    """A run asked for :data:`UNKNOWN_NAMESPACE` and then the sandbox's first namespace."""
+    return _shared_run(sandbox, tmp_path_factory.mktemp("unknown-namespace-run"),
+                       namespaces=[UNKNOWN_NAMESPACE, sandbox.world.namespaces[0]])
 
 
 @pytest.fixture

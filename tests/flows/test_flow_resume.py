@@ -11,11 +11,10 @@ import pytest
 from diligence.resume import resumable_journals
 from diligence.warehouse import Warehouse
 from flows.company_connections_sync import company_connections_sync
-from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from sandbox.server import SandboxServer
 from tests.reliability.test_resume import _kill_at
 
-EMAIL_ENV = "SOURCES__COMPANY_CONNECTIONS__EMAIL"
-PASSWORD_ENV = "SOURCES__COMPANY_CONNECTIONS__PASSWORD"
+from .conftest import SharedRun
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -33,22 +32,12 @@ def _crashed_sync(sandbox: SandboxServer, warehouse: Path, full: int) -> None:
     assert resumable_journals(Warehouse(warehouse))
 
 
-@pytest.fixture(scope="module")
-def full(prefect_harness: None, sandbox: SandboxServer,
-         tmp_path_factory: pytest.TempPathFactory) -> int:
+@pytest.fixture
+def full(default_run: SharedRun) -> int:
     """The requests of an uninterrupted flow run on the session's sandbox (read-only, so
-    the same for every test of the module): one reference run for the module."""
-    folder = tmp_path_factory.mktemp("reference")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(EMAIL_ENV, DEFAULT_EMAIL)
-        patch.setenv(PASSWORD_ENV, DEFAULT_PASSWORD)
-        patch.delenv("SOURCES__COMPANY_CONNECTIONS__ACCESS_TOKEN", raising=False)
-        httpx.post(f"{sandbox.base_url}/_sandbox/stats/reset")
-        reference = company_connections_sync(export_formats=["csv"], base_url=sandbox.base_url,
-                                             warehouse=str(folder / "reference.duckdb"),
-                                             reports_dir=str(folder / "reports"), return_state=True)
-        assert reference.is_completed(), reference.message
-        return _requests(sandbox)
+    the same for every run)."""
+    assert default_run.state.is_completed(), default_run.state.message
+    return default_run.requests
 
 
 @pytest.mark.parametrize("restart", [False, True])

@@ -29,6 +29,8 @@ from flows.company_connections_sync import (
 from flows.service import PASSWORD_BLOCK
 from sandbox.server import DEFAULT_PASSWORD, SandboxServer
 
+from .conftest import UNKNOWN_NAMESPACE, SharedRun
+
 EMAIL_ENV = "SOURCES__COMPANY_CONNECTIONS__EMAIL"
 PASSWORD_ENV = "SOURCES__COMPANY_CONNECTIONS__PASSWORD"
 
@@ -49,9 +51,9 @@ def assert_no_secrets(text: str) -> None:
 
 
 def test_flow_syncs_builds_exports_and_publishes(
-    sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
+    sandbox: SandboxServer, default_run: SharedRun, runs: Any
 ) -> None:
-    state = company_connections_sync(base_url=sandbox.base_url, **paths, return_state=True)
+    state, paths = default_run.state, default_run.paths
 
     assert state.is_completed(), state.message
     for table in ANALYTICS_TABLES:
@@ -137,14 +139,10 @@ def test_password_from_secret_block(
 
 
 def test_unknown_namespace_fails_the_run_after_loading_the_others(
-    sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
+    sandbox: SandboxServer, unknown_namespace_run: SharedRun, runs: Any
 ) -> None:
-    good = sandbox.world.namespaces[0]
-    bad = "00000000-not-a-namespace"
-
-    state = company_connections_sync(
-        namespaces=[bad, good], base_url=sandbox.base_url, **paths, return_state=True
-    )
+    good, bad = sandbox.world.namespaces[0], UNKNOWN_NAMESPACE
+    state, paths = unknown_namespace_run.state, unknown_namespace_run.paths
 
     assert state.is_failed()
     assert f"1 of 2 namespaces not loaded (previous data kept): {bad} (" in state.message
@@ -269,15 +267,9 @@ def test_sync_task_retries_an_unreachable_service(
 
 
 def test_namespaces_are_synced_concurrently_in_one_task_run(
-    sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
+    sandbox: SandboxServer, default_run: SharedRun, runs: Any
 ) -> None:
-    sandbox.faults.latency_ms = 20  # long enough for the fetches to be seen side by side
-    try:
-        state = company_connections_sync(
-            export_formats=["csv"], base_url=sandbox.base_url, **paths, return_state=True
-        )
-    finally:
-        sandbox.faults.latency_ms = 0
+    state, paths = default_run.state, default_run.paths
 
     assert state.is_completed(), state.message
     task_runs = runs.task_runs(state.state_details.flow_run_id)

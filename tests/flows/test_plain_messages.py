@@ -6,22 +6,15 @@ from typing import Any
 
 import pytest
 
-from flows.company_connections_sync import company_connections_sync
-from sandbox.server import SandboxServer
+from .conftest import UNKNOWN_NAMESPACE, SharedRun
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 def test_failed_namespace_is_a_plain_message_without_traceback(
-    sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
+    unknown_namespace_run: SharedRun, runs: Any
 ) -> None:
-    good = sandbox.world.namespaces[0]
-    bad = "00000000-not-a-namespace"
-
-    state = company_connections_sync(
-        namespaces=[bad, good], base_url=sandbox.base_url, export_formats=["csv"], **paths,
-        return_state=True,
-    )
+    bad, state = UNKNOWN_NAMESPACE, unknown_namespace_run.state
 
     assert state.is_failed()
     assert state.message.startswith(f"1 of 2 namespaces not loaded (previous data kept): {bad} (")
