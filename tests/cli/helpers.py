@@ -5,8 +5,8 @@ In this process the command skips the interpreter's start-up and the imports of 
 dbt (about 2 s of CPU for `status`, 8 s for `models`, each time): the same typer app,
 the same arguments, its own working directory, environment and `.dlt/` folder, its
 stdout, stderr and exit code kept apart. The tests where the process itself is the
-point (a kill, a umask, start-up time, secrets at rest, processes racing for one
-warehouse) start the console script."""
+point (a kill, start-up time, secrets at rest, processes racing for one warehouse)
+start the console script."""
 
 from __future__ import annotations
 

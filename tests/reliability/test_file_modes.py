@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,22 +18,21 @@ import pytest
 from diligence.config import file_mode
 from diligence.warehouse.filemodes import modes
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.cli.helpers import run
 
 pytestmark = pytest.mark.slow
 
 
 def _run(args: list[str], cwd: Path, umask: int, env: dict[str, str]) -> None:
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DILIGENCE_"))}
-    full.update(
-        SOURCES__COMPANY_CONNECTIONS__EMAIL=DEFAULT_EMAIL,
-        SOURCES__COMPANY_CONNECTIONS__PASSWORD=DEFAULT_PASSWORD,
-        **env,
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "diligence", *args], cwd=cwd, env=full, capture_output=True,
-        timeout=300, preexec_fn=lambda: os.umask(umask),
-    )
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    """`diligence ARGS` in this process (:func:`tests.cli.helpers.run`) under `umask`: the
+    umask is the process's, and nothing else of the test process writes files meanwhile."""
+    previous = os.umask(umask)
+    try:
+        done = run(args, cwd, {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
+                               "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD, **env})
+    finally:
+        os.umask(previous)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def _modes_of(root: Path) -> dict[str, int]:
