@@ -5,9 +5,7 @@ namespace's sync, dlt's load included, is such a step."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +15,7 @@ import pytest
 from diligence.warehouse import Warehouse, lake
 from diligence.warehouse.location import WarehouseLocation, parse_conninfo
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.cli.helpers import run
 
 from .postgres import PostgresCluster
 
@@ -79,11 +78,10 @@ def server() -> Iterator[SandboxServer]:
 
 
 def _sync(args: list[str], cwd: Path, **extra: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DILIGENCE_"))}
-    env.update({"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
-                "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD, **extra})
-    done = subprocess.run([sys.executable, "-m", "diligence", "sync", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=400)
+    """`diligence sync ARGS` in this process (:func:`tests.cli.helpers.run`)."""
+    done = run(["sync", *args], cwd, {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
+                                      "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD,
+                                      **extra})
     assert done.returncode == 0, (done.stdout, done.stderr)
 
 
