@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.cli.helpers import run
 from tests.helpers import current_counts, query, sync
 
 pytestmark = pytest.mark.slow
@@ -135,12 +136,10 @@ def test_no_lock_file_is_left_after_success_or_failure(tmp_path: Path) -> None:
     with SandboxServer(scale="small") as server:
         assert not sync(server, warehouse).failed
         assert not _locks(tmp_path)
-        env = {**_env(), "SOURCES__COMPANY_CONNECTIONS__PASSWORD": "wrong"}
-        failed = subprocess.run(
-            [sys.executable, "-m", "diligence", "sync", "--base-url", server.base_url,
-             "--warehouse", str(warehouse)], env=env, capture_output=True, timeout=120,
-        )
-        assert failed.returncode == 1, failed.stderr.decode()
+        failed = run(["sync", "--base-url", server.base_url, "--warehouse", str(warehouse)],
+                     tmp_path, {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
+                                "SOURCES__COMPANY_CONNECTIONS__PASSWORD": "wrong"})
+        assert failed.returncode == 1, failed.stderr
     assert not _locks(tmp_path)
 
 
