@@ -8,16 +8,14 @@ The scan of every output and every file, for every configuration path (env vars,
 from __future__ import annotations
 
 import base64
-import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 from sandbox.server import DEFAULT_EMAIL, SandboxServer
+from tests.cli.helpers import run
 from tests.helpers import query, sync
 
 pytestmark = pytest.mark.slow
@@ -25,14 +23,6 @@ pytestmark = pytest.mark.slow
 PASSWORD = "Leak-Canary-p4ssw0rd!"
 #: Every JWT the sandbox issues starts with this header (HS256, typ JWT).
 JWT_PREFIX = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=")
-
-
-def _cli(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("SOURCES__")}
-    full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "diligence", *args], cwd=cwd, env=full_env, capture_output=True, timeout=300
-    )
 
 
 def _leaks(blob: bytes, secrets: list[bytes]) -> list[bytes]:
@@ -66,12 +56,12 @@ def test_token_only_mode_persists_renewed_token_with_0600(tmp_path: Path) -> Non
 
 
 def test_plain_http_to_a_remote_host_is_refused(tmp_path: Path) -> None:
-    result = _cli(
+    result = run(
         ["sync", "--base-url", "http://platform.example.com", "--warehouse", "w.duckdb", "--no-models"],
         tmp_path,
         {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL, "SOURCES__COMPANY_CONNECTIONS__PASSWORD": PASSWORD},
     )
     assert result.returncode == 1
-    message = result.stderr.decode()
+    message = result.stderr
     assert "http" in message.lower() and "allow_insecure_http" in message
     assert PASSWORD not in message
