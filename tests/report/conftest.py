@@ -13,12 +13,14 @@ from diligence.analytics import rebuild_analytics
 from diligence.steps import report_step
 from diligence.warehouse import Warehouse
 from sandbox.server import SandboxServer
-from tests.helpers import sync
+from tests.helpers import copy_warehouse, sync
 
 
 @dataclass
 class Synced:
     warehouse: Path
+    #: a copy of the warehouse after its first sync and build (read-only)
+    first_sync: Path
     report: Path
     changed_answer: tuple[str, str, str]  # company_id, company_type_id, field_id
     changed_document: str
@@ -28,8 +30,9 @@ class Synced:
 
 @pytest.fixture(scope="package")
 def synced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synced]:
-    """Sync the small sandbox, change an answer, a document's expiry, delete a document
-    and drop a connection, sync again, build the models and write the report."""
+    """Sync the small sandbox and build the models (a copy is kept), change an answer, a
+    document's expiry, delete a document and drop a connection, sync again, build the
+    models and write the report."""
     folder = tmp_path_factory.mktemp("report")
     warehouse = folder / "warehouse.duckdb"
     with SandboxServer(scale="small") as server:
@@ -56,6 +59,7 @@ def synced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synced]:
             )
         finally:
             con.close()
+        first_sync = copy_warehouse(warehouse, folder / "first-sync" / "warehouse.duckdb")
         world = server.world
         world.set_answer(company, type_id, field_id, {"value": "Revised answer"})
         world.update_document(changed, set_fields={"expirationDate": "2021-03-04T00:00:00"})
@@ -64,4 +68,5 @@ def synced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synced]:
         assert not sync(server, warehouse).failed
         assert not rebuild_analytics(warehouse).failed_checks
     report = report_step(Warehouse(warehouse), folder / "report.html").path
-    yield Synced(warehouse, report, (company, type_id, field_id), changed, deleted, (ns, removed))
+    yield Synced(warehouse, first_sync, report, (company, type_id, field_id), changed, deleted,
+                 (ns, removed))

@@ -114,13 +114,8 @@ def test_changes_since_the_previous_sync(synced: Synced) -> None:
     ]
 
 
-def test_first_sync_reports_no_changes(sandbox, warehouse: Path) -> None:  # type: ignore[no-untyped-def]
-    from diligence.analytics import rebuild_analytics
-    from tests.helpers import sync
-
-    assert not sync(sandbox, warehouse).failed
-    rebuild_analytics(warehouse)
-    data = collect_of(warehouse)
+def test_first_sync_reports_no_changes(synced: Synced) -> None:
+    data = collect_of(synced.first_sync)
     assert data.changes["namespaces"] and not any(n["previous"] for n in data.changes["namespaces"])
     assert data.changes["answers"].rows == [] and data.changes["documents"].rows == []
     html = render_html(data)
