@@ -44,6 +44,8 @@ from pipelines.company_connections.errors import (
 from sandbox.server import SandboxServer
 from tests.helpers import settings_for
 
+from .conftest import SharedRun
+
 OK = NamespaceOutcome("ns-ok", "success", 166, 215, 1, 0.42)
 BROKEN = NamespaceOutcome(
     "ns-broken", "failed", 12, 0, 0, 1.5, error="GET /api/x failed after 6 attempt(s) | HTTP 503"
@@ -271,10 +273,9 @@ def test_task_functions_build_check_and_export(synced_warehouse: Path, tmp_path:
     )
 
 
-def test_expiring_documents_table(synced_warehouse: Path) -> None:
-    with disable_run_logger():
-        rebuild_analytics_schema.fn(str(synced_warehouse), 30)
-    with Warehouse(synced_warehouse).session(read_only=True, memory_limit=None) as con:
+def test_expiring_documents_table(default_run: SharedRun) -> None:
+    warehouse = Path(default_run.paths["warehouse"])
+    with Warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
         rows, total = expiring_documents(con, limit=5)
     assert total > 5 and len(rows) == 5
     assert {row["expiry_status"] for row in rows} == {"expired"}  # most urgent first
