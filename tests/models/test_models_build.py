@@ -149,8 +149,9 @@ def test_connections_join_company_details(clean_warehouse: Path) -> None:
     assert bravo["given_company_type_ids"] == []
 
 
-def test_reading_rights(tmp_path: Path) -> None:
-    path = create_raw(tmp_path / "warehouse.duckdb")
+# -- three scenarios in tables of their own (connections; sync runs and issues;
+# questionnaires), built together once ------------------------------------------------
+def _reading_rights_raw(path: Path) -> None:
     insert(
         path,
         "connections",
@@ -159,21 +160,9 @@ def test_reading_rights(tmp_path: Path) -> None:
             connection(NS, "c2", "Bravo", has_detail=False),
         ],
     )
-    build_models(path, as_of=AS_OF)
-    result = rows(
-        path,
-        "select company_id, company_type_id, direction from analytics.reading_rights order by all",
-    )
-    assert [tuple(r.values()) for r in result] == [
-        ("c1", "t1", "given"),
-        ("c1", "t2", "given"),
-        ("c1", "t2", "received"),
-    ]
 
 
-def test_sync_issues_of_latest_sync_only(tmp_path: Path) -> None:
-    path = create_raw(tmp_path / "warehouse.duckdb")
-
+def _sync_issues_raw(path: Path) -> None:
     def run(sync_id: str, ns: str, day: int) -> dict:
         at = AS_OF.replace(day=day)
         return {
@@ -213,9 +202,52 @@ def test_sync_issues_of_latest_sync_only(tmp_path: Path) -> None:
             issue("c1", "C", 1, "old"),  # C's latest sync had no issue
         ],
     )
+
+
+WIDE_LABELS = [
+    "Company name",
+    "Revenue (EUR)",
+    "Revenue (EUR)",
+    "revenue_eur_2",
+    "Société Générale",
+    "中文",
+    None,
+    "2024 turnover",
+    "x" * 80,
+    "x" * 80,
+]
+
+
+def _wide_labels_raw(path: Path) -> None:
+    fields = [field(f"id{i}", "Input", label, {"value": "v"}) for i, label in enumerate(WIDE_LABELS)]
+    insert(path, "questionnaires", [questionnaire(NS, "c1", "t1", [form("f", "F", *fields)])])
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The three scenarios above in one raw layer, built once (read-only)."""
+    path = create_raw(tmp_path_factory.mktemp("scenarios") / "warehouse.duckdb")
+    for add in (_reading_rights_raw, _sync_issues_raw, _wide_labels_raw):
+        add(path)
     build_models(path, as_of=AS_OF)
+    return path
+
+
+def test_reading_rights(scenarios: Path) -> None:
     result = rows(
-        path,
+        scenarios,
+        "select company_id, company_type_id, direction from analytics.reading_rights order by all",
+    )
+    assert [tuple(r.values()) for r in result] == [
+        ("c1", "t1", "given"),
+        ("c1", "t2", "given"),
+        ("c1", "t2", "received"),
+    ]
+
+
+def test_sync_issues_of_latest_sync_only(scenarios: Path) -> None:
+    result = rows(
+        scenarios,
         "select namespace_company_id, company_id, sync_id from analytics.sync_issues order by all",
     )
     assert [tuple(r.values()) for r in result] == [
@@ -225,26 +257,10 @@ def test_sync_issues_of_latest_sync_only(tmp_path: Path) -> None:
     ]
 
 
-def test_wide_column_names(tmp_path: Path) -> None:
-    labels = [
-        "Company name",
-        "Revenue (EUR)",
-        "Revenue (EUR)",
-        "revenue_eur_2",
-        "Société Générale",
-        "中文",
-        None,
-        "2024 turnover",
-        "x" * 80,
-        "x" * 80,
-    ]
-    path = create_raw(tmp_path / "warehouse.duckdb")
-    fields = [field(f"id{i}", "Input", label, {"value": "v"}) for i, label in enumerate(labels)]
-    insert(path, "questionnaires", [questionnaire(NS, "c1", "t1", [form("f", "F", *fields)])])
-    build_models(path, as_of=AS_OF)
+def test_wide_column_names(scenarios: Path) -> None:
     names = [
         r["column_name"]
-        for r in rows(path, "select column_name from analytics.answers_wide_columns order by column_position")
+        for r in rows(scenarios, "select column_name from analytics.answers_wide_columns order by column_position")
     ]
     assert names[:8] == [
         "company_name_2",
