@@ -10,14 +10,14 @@ import httpx
 from diligence.documents import download_documents
 from diligence.warehouse import Warehouse
 from sandbox.server import SandboxServer
-from tests.helpers import query, settings_for, sync
+from tests.helpers import copy_warehouse, query, settings_for, sync
 
 
 def test_documents_are_downloaded_once_and_again_when_changed(
-    sandbox: SandboxServer, warehouse: Path, tmp_path: Path
+    sandbox: SandboxServer, warehouse: Path, synced_small: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "files"
-    sync(sandbox, warehouse)
+    copy_warehouse(synced_small, warehouse)  # the first sync of this world
     (current,) = query(warehouse, "select count(*) from raw.documents where _dlt_valid_to is null")[0]
 
     first = download_documents(Warehouse(warehouse), folder, settings_for(sandbox))
@@ -46,11 +46,11 @@ def test_documents_are_downloaded_once_and_again_when_changed(
 
 
 def test_a_symlinked_folder_in_the_download_folder_is_never_written_through(
-    sandbox: SandboxServer, warehouse: Path, tmp_path: Path
+    sandbox: SandboxServer, warehouse: Path, synced_small: Path, tmp_path: Path
 ) -> None:
     folder, outside = tmp_path / "files", tmp_path / "outside"
     outside.mkdir()
-    sync(sandbox, warehouse)
+    copy_warehouse(synced_small, warehouse)  # the first sync of this world
     namespaces = [ns for (ns,) in query(
         warehouse, "select distinct namespace_company_id from raw.documents where _dlt_valid_to is null")]
     folder.mkdir()
@@ -63,11 +63,11 @@ def test_a_symlinked_folder_in_the_download_folder_is_never_written_through(
 
 
 def test_a_warehouse_deleted_beside_its_pipeline_folder_starts_afresh(
-    sandbox: SandboxServer, warehouse: Path, tmp_path: Path
+    sandbox: SandboxServer, warehouse: Path, synced_small: Path, tmp_path: Path
 ) -> None:
     """A user deletes the warehouse file but not `.dlt-pipelines/` next to it: dlt's old
     state must not make it skip creating tables in the new file (downloads included)."""
-    sync(sandbox, warehouse)
+    copy_warehouse(synced_small, warehouse)  # the first sync of this world, dlt's folder too
     assert download_documents(Warehouse(warehouse), tmp_path / "first", settings_for(sandbox)).failed == 0
     warehouse.unlink()
     warehouse.with_name(warehouse.name + ".wal").unlink(missing_ok=True)
