@@ -151,6 +151,20 @@ def build_models(
     )
 
 
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """The block's statements in one transaction of `con`: committed at its end, rolled
+    back if it raises (a DuckDB connection's own context manager closes it instead)."""
+    con.execute("begin transaction")
+    try:
+        yield
+        con.execute("commit")
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):  # no transaction left to roll back
+            con.execute("rollback")
+        raise
+
+
 def swap_into_analytics(
     con: duckdb.DuckDBPyConnection,
     built: Collection[str],
@@ -163,8 +177,8 @@ def swap_into_analytics(
     each analytics table, by qualified name."""
     present = _analytics_tables(con)
     renamed = sorted(name for name in built if name + BUILD_SUFFIX in present)
-    con.execute("begin transaction")
-    try:
+    row_counts: dict[str, int] = {}
+    with transaction(con):
         for table in present:
             if not (table.endswith(BUILD_SUFFIX) and table.removesuffix(BUILD_SUFFIX) in renamed):
                 con.execute(f"drop table {ANALYTICS_SCHEMA}.{sql_identifier(table)}")
@@ -172,17 +186,9 @@ def swap_into_analytics(
             con.execute(f"alter table {ANALYTICS_SCHEMA}.{sql_identifier(name + BUILD_SUFFIX)} "
                         f"rename to {sql_identifier(name)}")
         _describe(con, renamed, described or {})
-        row_counts: dict[str, int] = {}
         for table in renamed:
             count = con.execute(f"select count(*) from {ANALYTICS_SCHEMA}.{sql_identifier(table)}").fetchone()
             row_counts[f"{ANALYTICS_SCHEMA}.{table}"] = int(count[0])  # type: ignore[index]
-        con.execute("commit")
-    except BaseException:
-        try:
-            con.execute("rollback")
-        except duckdb.Error:
-            pass  # no transaction left to roll back
-        raise
     return row_counts
 
 
