@@ -38,10 +38,12 @@ def base_env(home: Path) -> dict[str, str]:
     return env
 
 
-def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def start(
+    args: list[str], env: dict[str, str], log: Path, *, cwd: Path = REPO
+) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
         return subprocess.Popen(
-            args, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
 
 
@@ -93,21 +95,25 @@ def wait_for(
 
 
 @contextlib.contextmanager
-def prefect_server(home: Path, *, startup_seconds: float = 120) -> Iterator[str]:
+def prefect_server(home: Path, *, startup_seconds: float = 120, services: bool = False) -> Iterator[str]:
     """`prefect server start` on a free loopback port with its SQLite database, its log
-    (``server.log``) and everything else it writes in `home`; yields the API URL."""
+    (``server.log``) and everything else it writes in `home`; yields the API URL.
+
+    With `services`, the server runs every service it runs by default, the scheduler
+    included, as `prefect server start` does for a user (docs/scheduling.md)."""
     home.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = base_env(home) | {
         "PREFECT_SERVER_API_HOST": "127.0.0.1",
         "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}",
         "PREFECT_UI_ENABLED": "false",
-        # Services no test uses: schedules (the tests trigger their runs; the scheduler
-        # would insert the deployments' future runs), late runs, worker health,
-        # pauses and automations (which read every event).
-        **{f"PREFECT_SERVER_SERVICES_{service}_ENABLED": "false"
-           for service in ("SCHEDULER", "LATE_RUNS", "FOREMAN", "PAUSE_EXPIRATIONS", "TRIGGERS")},
     }
+    if not services:
+        # Services the tests that trigger their runs by hand do not use: schedules (the
+        # scheduler would insert the deployments' future runs), late runs, worker
+        # health, pauses and automations (which read every event).
+        env |= {f"PREFECT_SERVER_SERVICES_{service}_ENABLED": "false"
+                for service in ("SCHEDULER", "LATE_RUNS", "FOREMAN", "PAUSE_EXPIRATIONS", "TRIGGERS")}
     log = home / "server.log"
     process = start([str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env, log)
     api_url = f"http://127.0.0.1:{port}/api"

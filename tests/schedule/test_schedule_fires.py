@@ -1,0 +1,160 @@
+"""The schedule fires, unattended: a real `prefect server start` with its scheduler, and
+nothing triggered by hand.
+
+Two ways users schedule the flow (docs/scheduling.md), each waited on until the server's
+scheduler has created a run and it has completed:
+
+* `diligence schedule --cron '* * * * *'` (the flow served from the CLI, no work pool);
+* `prefect deploy` of `prefect.yaml`'s `company-connections-daily` onto a process work
+  pool, with `prefect worker start`.
+
+Each run must load the sandbox into the warehouse the runner's settings name
+(``DILIGENCE_WAREHOUSE``), with the expiry window they configure, exactly as the CLI
+resolves them: not into ``data/warehouse.duckdb`` under the working folder.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+from prefect.client.orchestration import SyncPrefectClient
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterKey,
+    DeploymentFilter,
+    DeploymentFilterId,
+)
+from prefect.client.schemas.objects import FlowRun
+
+from flows.company_connections_sync import DOCUMENTS_ARTIFACT_KEY, FLOW_NAME
+from flows.serve import DEPLOYMENT_NAME
+from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.processes import PREFECT, REPO, base_env, prefect_server, start, stop, wait_for
+
+pytestmark = pytest.mark.slow
+
+#: From the deployment's creation to a completed scheduled run: the next minute's tick,
+#: the runner's or worker's poll, and the run itself.
+RUN_SECONDS = 180
+EXPIRING_WITHIN_DAYS = 45
+
+
+@pytest.fixture(scope="module")
+def scheduling_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`prefect server start` with its default services, the scheduler among them."""
+    with prefect_server(tmp_path_factory.mktemp("scheduling") / "home", services=True) as api_url:
+        yield api_url
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[SandboxServer]:
+    with SandboxServer(scale="small") as server:
+        yield server
+
+
+def runner_env(home: Path, api_url: str, service: SandboxServer, warehouse: Path) -> dict[str, str]:
+    """What a user's runner has: the Prefect API, the credentials, the configured warehouse."""
+    return base_env(home) | {
+        "PREFECT_API_URL": api_url,
+        "SOURCES__COMPANY_CONNECTIONS__BASE_URL": service.base_url,
+        "SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
+        "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD,
+        "SOURCES__COMPANY_CONNECTIONS__EXPIRING_WITHIN_DAYS": str(EXPIRING_WITHIN_DAYS),
+        "DILIGENCE_WAREHOUSE": str(warehouse),
+    }
+
+
+def first_finished_run(client: SyncPrefectClient, deployment: str) -> FlowRun | None:
+    """The first run of `deployment` that reached a final state (None: none yet)."""
+    try:
+        found = client.read_deployment_by_name(deployment)
+    except Exception:  # noqa: BLE001 - not registered yet
+        return None
+    runs = client.read_flow_runs(
+        deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[found.id]))
+    )
+    return next((run for run in runs if run.state is not None and run.state.is_final()), None)
+
+
+def assert_loaded(run: FlowRun, client: SyncPrefectClient, warehouse: Path, log: Path) -> None:
+    """The run was made by the scheduler, completed, and filled the configured warehouse
+    with the configured expiry window."""
+    assert run.auto_scheduled, "the run was not created by the server's scheduler"
+    assert run.state is not None and run.state.is_completed(), (
+        f"{run.state!r}\n{log.read_text()[-3000:]}"
+    )
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        loaded = con.execute(
+            "select count(distinct namespace_company_id) from raw.sync_runs where status = 'success'"
+        ).fetchone()[0]
+        answers = con.execute("select count(*) from analytics.answers").fetchone()[0]
+    assert (loaded, answers > 0) == (2, True)
+    artifacts = client.read_artifacts(
+        artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[DOCUMENTS_ARTIFACT_KEY]))
+    )
+    (artifact,) = [a for a in artifacts if a.flow_run_id == run.id]
+    assert f"within {EXPIRING_WITHIN_DAYS} days" in (artifact.description or "")
+
+
+def test_diligence_schedule_fires_on_its_cron_into_the_configured_warehouse(
+    scheduling_api: str, service: SandboxServer, tmp_path: Path
+) -> None:
+    workdir = tmp_path / "runner"
+    workdir.mkdir()
+    warehouse = tmp_path / "configured" / "warehouse.duckdb"
+    log = tmp_path / "schedule.log"
+    diligence = Path(sys.executable).with_name("diligence")
+    process = start(
+        [str(diligence), "schedule", "--cron", "* * * * *", "--timezone", "UTC"],
+        runner_env(tmp_path / "home", scheduling_api, service, warehouse),
+        log,
+        cwd=workdir,
+    )
+    try:
+        with SyncPrefectClient(scheduling_api) as client:
+            run = wait_for(
+                "a scheduled run of the served deployment",
+                lambda: first_finished_run(client, f"{FLOW_NAME}/{DEPLOYMENT_NAME}"),
+                process, log, RUN_SECONDS,
+            )
+            assert_loaded(run, client, warehouse, log)
+    finally:
+        stop(process)
+    assert not (workdir / "data").exists(), "the run wrote the default warehouse, not the configured one"
+
+
+def test_prefect_yaml_deployment_fires_on_a_worker_into_the_configured_warehouse(
+    scheduling_api: str, service: SandboxServer, tmp_path: Path
+) -> None:
+    pool = "diligence-schedule-test"
+    env = runner_env(tmp_path / "home", scheduling_api, service, tmp_path / "configured" / "warehouse.duckdb")
+    warehouse = Path(env["DILIGENCE_WAREHOUSE"])
+    setup = [
+        [str(PREFECT), "work-pool", "create", pool, "--type", "process"],
+        [str(PREFECT), "--no-prompt", "deploy", "--name", "company-connections-daily", "--pool", pool,
+         "--cron", "* * * * *", "--timezone", "UTC",
+         "--param", f"reports_dir={tmp_path / 'reports'}"],
+    ]
+    for args in setup:  # from the checkout, as docs/scheduling.md says
+        done = subprocess.run(args, cwd=REPO, env=env | {"PWD": str(REPO)}, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, f"{args[1:3]}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+    workdir = tmp_path / "worker"
+    workdir.mkdir()
+    log = tmp_path / "worker.log"
+    worker = start([str(PREFECT), "worker", "start", "--pool", pool], env, log, cwd=workdir)
+    try:
+        with SyncPrefectClient(scheduling_api) as client:
+            run = wait_for(
+                "a scheduled run of company-connections-daily",
+                lambda: first_finished_run(client, f"{FLOW_NAME}/company-connections-daily"),
+                worker, log, RUN_SECONDS,
+            )
+            assert_loaded(run, client, warehouse, log)
+    finally:
+        stop(worker)
