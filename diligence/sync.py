@@ -62,7 +62,7 @@ from .warehouse.lake import load_retrying
 
 log = logging.getLogger("diligence.sync")
 
-__all__ = ["NamespaceOutcome", "SyncResult", "SyncError", "run_sync", "source_settings", "synced_namespaces"]
+__all__ = ["NamespaceOutcome", "SyncResult", "SyncError", "run_sync", "source_settings"]
 
 
 @dataclass
@@ -169,11 +169,6 @@ def source_settings(**overrides: Any) -> SourceSettings:
         return resolve_settings(**overrides)
     except Exception as exc:  # noqa: BLE001 - turned into one clear line
         raise SyncError(_describe(exc), transient=False) from None
-
-
-def synced_namespaces(warehouse: Path) -> list[str]:
-    """Namespaces that some earlier sync of `warehouse` loaded successfully."""
-    return Warehouse(warehouse).synced_namespaces()
 
 
 def _outcome(

@@ -36,11 +36,12 @@ from prefect.states import Failed
 
 from diligence.analytics import AnalyticsResult, warm_up
 from diligence.analytics.checks import CheckResult
-from diligence.config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_REPORTS_DIR, DEFAULT_WAREHOUSE
+from diligence.config import DEFAULT_REPORTS_DIR
 from diligence.report.export import ExportedFile, Format
 from diligence.steps import analytics_step, export_step, report_step, sync_step
-from diligence.sync import NamespaceOutcome, synced_namespaces
-from diligence.warehouse import Warehouse
+from diligence.sync import NamespaceOutcome
+from diligence.warehouse import open_warehouse
+from pipelines.company_connections import plan_namespaces
 
 from .budget import account_budget
 from .errors import NamespaceSyncError, RunFailedError
@@ -87,19 +88,16 @@ class RunSummary:
     cache_policy=NO_CACHE,
 )
 def resolve_namespaces(
-    namespaces: list[str] | None, base_url: str | None, warehouse: str
+    namespaces: list[str] | None, base_url: str | None, warehouse: str | None
 ) -> NamespacePlan:
-    """The namespaces to sync: the parameter, else dlt config `namespaces`, else every
-    company of user-info plus every namespace synced before (so one whose access was
-    lost fails loudly instead of silently going stale)."""
+    """The namespaces to sync (:func:`~pipelines.company_connections.plan_namespaces`):
+    the parameter, else dlt config `namespaces`, else every company of user-info plus
+    every namespace synced before (so one whose access was lost fails loudly instead of
+    silently going stale). A namespace asked for that is neither fails the run."""
     logger = get_run_logger()
     available = user_companies(flow_settings(base_url))
-    wanted = list(
-        dict.fromkeys(
-            namespaces
-            or configured_namespaces()
-            or [*available, *synced_namespaces(Path(warehouse))]
-        )
+    wanted = plan_namespaces(
+        namespaces or configured_namespaces(), available, open_warehouse(warehouse).synced_namespaces()
     )
     logger.info(
         "user-info lists %d namespaces; syncing %d: %s",
@@ -121,7 +119,7 @@ def resolve_namespaces(
     cache_policy=NO_CACHE,
 )
 def sync_namespaces(
-    namespaces: list[str], available: list[str], warehouse: str, base_url: str | None,
+    namespaces: list[str], available: list[str], warehouse: str | None, base_url: str | None,
     restart: bool = False,
 ) -> list[NamespaceOutcome]:
     """Sync `namespaces` side by side into `raw`, each committed as soon as it is read.
@@ -134,7 +132,8 @@ def sync_namespaces(
     cannot run at all (credentials, service unreachable, a failed load).
     """
     logger = get_run_logger()
-    known = set(synced_namespaces(Path(warehouse)))
+    owner = open_warehouse(warehouse)
+    known = set(owner.synced_namespaces())
 
     def report(outcome: NamespaceOutcome) -> None:
         if outcome.status == "success":
@@ -156,7 +155,7 @@ def sync_namespaces(
 
     warm_up()  # dbt's imports and parse for the models task, while the sync waits on the service
     result = sync_step(
-        Warehouse(Path(warehouse)),
+        owner,
         flow_settings(base_url, namespaces),
         wait_seconds=LOCK_WAIT_SECONDS,
         budget=account_budget,
@@ -185,12 +184,13 @@ def sync_namespaces(
     retry_condition_fn=retry_if_transient,
     cache_policy=NO_CACHE,
 )
-def rebuild_analytics_schema(warehouse: str, expiring_within_days: int) -> AnalyticsResult:
+def rebuild_analytics_schema(warehouse: str | None, expiring_within_days: int | None) -> AnalyticsResult:
     """Build the models (the dbt project, through dbtRunner), run the data checks (its
-    tests) and, if they pass, publish the analysts' copy."""
+    tests) and, if they pass, publish the analysts' copy. `expiring_within_days` None:
+    as configured."""
     logger = get_run_logger()
     result = analytics_step(
-        Warehouse(Path(warehouse)),
+        open_warehouse(warehouse),
         expiring_within_days=expiring_within_days,
         wait_seconds=LOCK_WAIT_SECONDS,
     )
@@ -221,21 +221,21 @@ def rebuild_analytics_schema(warehouse: str, expiring_within_days: int) -> Analy
     cache_policy=NO_CACHE,
 )
 def export_dated_reports(
-    warehouse: str, reports_dir: str, export_formats: list[str], day: date | None = None
+    warehouse: str | None, reports_dir: str, export_formats: list[str], day: date | None = None
 ) -> list[ExportedFile]:
     """Write every report in every format into `<reports_dir>/<YYYY-MM-DD>/` (default: today)."""
     logger = get_run_logger()
     folder = Path(reports_dir) / (day or date.today()).isoformat()
-    exported = export_step(Warehouse(Path(warehouse)), folder, export_formats)
+    exported = export_step(open_warehouse(warehouse), folder, export_formats)
     logger.info("wrote %d report files into %s", len(exported), folder)
     return exported
 
 
 @task(name="write-html-report", cache_policy=NO_CACHE)
-def write_dated_report(warehouse: str, reports_dir: str, day: date | None = None) -> Path:
+def write_dated_report(warehouse: str | None, reports_dir: str, day: date | None = None) -> Path:
     """Write the HTML report into `<reports_dir>/<YYYY-MM-DD>/report.html` (default: today)."""
     out = Path(reports_dir) / (day or date.today()).isoformat() / "report.html"
-    written = report_step(Warehouse(Path(warehouse)), out)
+    written = report_step(open_warehouse(warehouse), out)
     get_run_logger().info("wrote the HTML report %s", written.path)
     return written.path
 
@@ -289,9 +289,9 @@ def publish_dbt_build(analytics: AnalyticsResult) -> UUID:
 
 
 @task(name="publish-document-expiry", cache_policy=NO_CACHE)
-def publish_document_expiry(warehouse: str, expiring_within_days: int) -> UUID:
+def publish_document_expiry(warehouse: str | None, expiring_within_days: int) -> UUID:
     """Table artifact of the documents expired or expiring (from analytics.document_expiry)."""
-    with Warehouse(Path(warehouse)).session(read_only=True, memory_limit=None) as con:
+    with open_warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
         rows, total = expiring_documents(con)
     shown = f"the {len(rows)} most urgent of " if len(rows) < total else ""
     return create_table_artifact(
@@ -335,7 +335,7 @@ def namespace_outcome(namespace: str, state: State[Any]) -> NamespaceOutcome:
     )
 
 
-def sync_with_retries(plan: NamespacePlan, warehouse: str, base_url: str | None,
+def sync_with_retries(plan: NamespacePlan, warehouse: str | None, base_url: str | None,
                       restart: bool = False) -> list[NamespaceOutcome]:
     """Sync every namespace of `plan` in one task run, then read only the failed ones again
     (resuming from what the failed attempt fetched; `restart` applies to the first only).
@@ -390,10 +390,10 @@ def raise_for_failures(outcomes: list[NamespaceOutcome], checks: list[CheckResul
 @flow(name=FLOW_NAME)
 def company_connections_sync(
     namespaces: list[str] | None = None,
-    expiring_within_days: int = DEFAULT_EXPIRING_WITHIN_DAYS,
+    expiring_within_days: int | None = None,
     export_formats: list[str] = ["csv", "parquet"],  # noqa: B006 - Prefect parameter default
     reports_dir: str = str(DEFAULT_REPORTS_DIR),
-    warehouse: str = str(DEFAULT_WAREHOUSE),
+    warehouse: str | None = None,
     base_url: str | None = None,
     restart: bool = False,
 ) -> RunSummary:
@@ -405,10 +405,13 @@ def company_connections_sync(
     Args:
         namespaces: company IDs to sync; default dlt config `namespaces`, else every
             `companyId` of user-info (and every namespace synced before).
-        expiring_within_days: documents expiring within this many days are `expiring`.
+        expiring_within_days: documents expiring within this many days are `expiring`;
+            default dlt config `expiring_within_days`, else 30.
         export_formats: report formats to write (`csv`, `parquet`).
         reports_dir: folder that receives one dated sub-folder per run.
-        warehouse: the DuckDB file.
+        warehouse: the DuckDB file (or a DuckLake URI); default config `[warehouse]
+            location` or env DILIGENCE_WAREHOUSE, else data/warehouse.duckdb, as for the
+            CLI.
         base_url: the service's URL; default dlt config `base_url`.
         restart: discard what an interrupted run left to resume and read everything
             (a retry of this run resumes all the same).
@@ -417,12 +420,13 @@ def company_connections_sync(
     plan = resolve_namespaces(namespaces, base_url, warehouse)
     outcomes = sync_with_retries(plan, warehouse, base_url, restart and first_attempt())
     analytics = rebuild_analytics_schema(warehouse, expiring_within_days)
+    days = analytics.models.expiring_within_days  # as resolved by the build
     exported = export_dated_reports(warehouse, reports_dir, export_formats)
     report = write_dated_report(warehouse, reports_dir)
     publish_run_summary(outcomes, analytics, exported, report)
     publish_dbt_build(analytics)
-    publish_document_expiry(warehouse, expiring_within_days)
-    notify_changes(warehouse, outcomes, expiring_within_days, return_state=True)
+    publish_document_expiry(warehouse, days)
+    notify_changes(warehouse, outcomes, days, return_state=True)
     try:
         raise_for_failures(outcomes, analytics.checks)
     except RunFailedError as exc:

@@ -28,11 +28,12 @@ from prefect import flow, get_client, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.deployments import run_deployment
 
-from diligence.config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_REPORTS_DIR
+from diligence.config import DEFAULT_REPORTS_DIR
 from diligence.errors import NamespaceSyncError
 from diligence.steps import analytics_step, export_step, report_step, sync_step
 from diligence.sync import NamespaceOutcome
-from diligence.warehouse import Warehouse
+from diligence.warehouse import Warehouse, open_warehouse
+from pipelines.company_connections import plan_namespaces
 
 from .budget import account_budget
 from .company_connections_sync import (
@@ -54,9 +55,10 @@ WAIT_SECONDS = 6 * 3600.0
 POLL_SECONDS = 2.0
 
 
-def owner_of(warehouse: str, data_path: str | None, pipelines_dir: str | None) -> Warehouse:
-    """The warehouse of the parameters (dlt's working folders under `pipelines_dir`)."""
-    return Warehouse(
+def owner_of(warehouse: str | None, data_path: str | None, pipelines_dir: str | None) -> Warehouse:
+    """The warehouse of the parameters, else of the settings, as for the CLI (dlt's
+    working folders under `pipelines_dir`)."""
+    return open_warehouse(
         warehouse, data_path, pipelines_root=Path(pipelines_dir) if pipelines_dir else None
     )
 
@@ -64,7 +66,7 @@ def owner_of(warehouse: str, data_path: str | None, pipelines_dir: str | None) -
 @flow(name=NAMESPACE_FLOW_NAME)
 def sync_one_namespace(
     namespace: str,
-    warehouse: str,
+    warehouse: str | None = None,
     data_path: str | None = None,
     base_url: str | None = None,
     pipelines_dir: str | None = None,
@@ -98,7 +100,7 @@ def sync_one_namespace(
 
 
 @task(name="prepare-warehouse", retries=2, retry_delay_seconds=10, cache_policy=NO_CACHE)
-def prepare_warehouse(warehouse: str, data_path: str | None, pipelines_dir: str | None) -> None:
+def prepare_warehouse(warehouse: str | None, data_path: str | None, pipelines_dir: str | None) -> None:
     """Check the location and create the lake's catalog and `raw` once, before the writers."""
     with owner_of(warehouse, data_path, pipelines_dir).writing(wait_seconds=LOCK_WAIT_SECONDS):
         pass
@@ -165,10 +167,10 @@ def outcomes_of(owner: Warehouse, states: dict[str, Any], since: Any) -> list[Na
 
 @flow(name=FANOUT_FLOW_NAME)
 def company_connections_fanout(
-    warehouse: str,
+    warehouse: str | None = None,
     data_path: str | None = None,
     namespaces: list[str] | None = None,
-    expiring_within_days: int = DEFAULT_EXPIRING_WITHIN_DAYS,
+    expiring_within_days: int | None = None,
     export_formats: list[str] = ["csv", "parquet"],  # noqa: B006 - Prefect parameter default
     reports_dir: str = str(DEFAULT_REPORTS_DIR),
     base_url: str | None = None,
@@ -181,9 +183,13 @@ def company_connections_fanout(
 
     Args:
         warehouse: a DuckLake URI ``ducklake:postgres:<conninfo>`` (or a DuckDB file,
-            whose one writer lock then serialises the namespace runs).
-        data_path: the lake's Parquet files (a directory or an object-storage URL).
-        namespaces: company IDs; default dlt config `namespaces`, else user-info's.
+            whose one writer lock then serialises the namespace runs); default config
+            `[warehouse] location` or env DILIGENCE_WAREHOUSE, as for the CLI.
+        data_path: the lake's Parquet files (a directory or an object-storage URL);
+            default config `[warehouse] data_path` or env DILIGENCE_DATA_PATH.
+        namespaces: company IDs; default dlt config `namespaces`, else user-info's
+            companies plus every namespace synced before (lost access fails loudly).
+        expiring_within_days: default dlt config `expiring_within_days`, else 30.
         pipelines_dir: dlt's working folders (default beside the data folder).
         namespace_deployment: ``flow/deployment`` run once per namespace.
         restart: the namespace runs discard what interrupted runs left to resume.
@@ -191,19 +197,20 @@ def company_connections_fanout(
     logger = get_run_logger()
     check_export_formats(export_formats)
     started = datetime.now(timezone.utc)
-    wanted = list(dict.fromkeys(
-        namespaces or configured_namespaces()
-        or user_companies(flow_settings(base_url))
-    ))
-    logger.info("fanning out %d namespaces onto %s", len(wanted), namespace_deployment)
+    owner = owner_of(warehouse, data_path, pipelines_dir)
     prepare_warehouse(warehouse, data_path, pipelines_dir)
+    wanted = plan_namespaces(
+        namespaces or configured_namespaces(),
+        user_companies(flow_settings(base_url)),
+        owner.synced_namespaces(),
+    )
+    logger.info("fanning out %d namespaces onto %s", len(wanted), namespace_deployment)
     states = fan_out(
         wanted,
         {"warehouse": warehouse, "data_path": data_path, "base_url": base_url,
          "pipelines_dir": pipelines_dir, "restart": restart and first_attempt()},
         namespace_deployment,
     )
-    owner = owner_of(warehouse, data_path, pipelines_dir)
     outcomes = outcomes_of(owner, states, started)
     analytics = analytics_step(
         owner, expiring_within_days=expiring_within_days, wait_seconds=LOCK_WAIT_SECONDS

@@ -16,7 +16,6 @@ artifact: no password, token or Basic/Bearer value can reach the payload.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from pathlib import Path
 
 from prefect import get_client, get_run_logger, task
 from prefect.blocks.core import Block
@@ -27,7 +26,7 @@ from prefect.runtime import flow_run
 from diligence.analytics.alerts import RunAlerts, run_alerts
 from diligence.config import notification_block
 from diligence.sync import NamespaceOutcome
-from diligence.warehouse import Warehouse
+from diligence.warehouse import open_warehouse
 
 from .service import mask
 
@@ -57,7 +56,7 @@ def _flow_run_started_at() -> datetime:
 
 @task(name="notify-changes", retries=2, retry_delay_seconds=[10, 60], cache_policy=NO_CACHE)
 def notify_changes(
-    warehouse: str,
+    warehouse: str | None,
     outcomes: list[NamespaceOutcome],
     expiring_within_days: int,
     run_started_at: datetime | None = None,
@@ -72,7 +71,7 @@ def notify_changes(
     if name is None:
         logger.info("no notification block configured ([notifications] block): nothing sent")
         return None
-    with Warehouse(Path(warehouse)).session(read_only=True, memory_limit=None) as con:
+    with open_warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
         alerts = run_alerts(
             con,
             run_started_at=run_started_at or _flow_run_started_at(),

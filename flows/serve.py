@@ -21,12 +21,7 @@ from typing import Any
 
 from prefect.schedules import Cron
 
-from diligence.config import (
-    DEFAULT_CRON,
-    DEFAULT_TIMEZONE,
-    configured_expiring_within_days,
-    schedule_settings,
-)
+from diligence.config import DEFAULT_CRON, DEFAULT_TIMEZONE, schedule_settings
 
 from .company_connections_sync import company_connections_sync
 
@@ -59,12 +54,9 @@ def deployment_parameters(
     warehouse: str | None = None,
     base_url: str | None = None,
 ) -> dict[str, Any]:
-    """Parameter defaults of the served deployment: only those given (the flow's own
-    defaults apply to the rest); `expiring_within_days` falls back to the configured
-    value (:mod:`diligence.config`)."""
-    if expiring_within_days is None:
-        # None: not configured either, the flow's default (diligence.config) applies
-        expiring_within_days = configured_expiring_within_days()
+    """Parameter defaults of the served deployment: only those given. The flow resolves
+    the rest when each run starts, from the settings of the process that runs it (the
+    warehouse, the expiry window), as the CLI does."""
     given: dict[str, Any] = {
         "namespaces": namespaces or None,
         "expiring_within_days": expiring_within_days,

@@ -516,13 +516,17 @@ def warehouse_settings(
 
 
 def open_warehouse(
-    location: str | Path | None = None, data_path: str | Path | None = None
+    location: str | Path | None = None,
+    data_path: str | Path | None = None,
+    *,
+    pipelines_root: Path | None = None,
 ) -> Warehouse:
-    """The :class:`Warehouse` of the settings (see :func:`warehouse_settings`). Raises one
-    line (``WarehouseLocationError``) for a malformed location, and
-    ``WarehouseFormatError`` for a file a newer DuckDB wrote; nothing is opened or
-    written yet."""
-    owner = Warehouse(*warehouse_settings(location, data_path))
+    """The :class:`Warehouse` of the settings (see :func:`warehouse_settings`): what the
+    CLI's ``--warehouse``/``--data-path`` and the flows' ``warehouse``/``data_path``
+    parameters name, else what is configured. Raises one line
+    (``WarehouseLocationError``) for a malformed location, and ``WarehouseFormatError``
+    for a file a newer DuckDB wrote; nothing is opened or written yet."""
+    owner = Warehouse(*warehouse_settings(location, data_path), pipelines_root=pipelines_root)
     if owner.path is not None:
         require_readable(owner.path)
     return owner

@@ -56,6 +56,7 @@ from .extract import (
 )
 from .journal import JournalBook, JournalIdentity, journal_summaries
 from .limits import RequestBudget
+from .namespaces import plan_namespaces
 from .schema import CURRENT_STATE, HISTORY, TABLE_COLUMNS, arrow_schema
 from .staging import StagedTable, read_batches, warm_up_conversions
 
@@ -75,6 +76,7 @@ __all__ = [
     "selected_rows",
     "arrow_schema",
     "JournalBook",
+    "plan_namespaces",
     "JournalIdentity",
     "journal_summaries",
 ]

@@ -4,6 +4,8 @@ The tree::
 
     SourceError                    base of everything the source and its client raise on purpose
     ├── ConfigurationError         bad settings (base_url, credentials, TLS); raised before any request
+    ├── UnknownNamespaceError      a namespace asked for that user-info does not list and no
+    │                              sync ever loaded (a mistyped id); nothing is read or recorded
     └── ServiceError               a request to the service (or a download) did not succeed
         ├── AuthenticationError    login rejected; 401s that re-logins could not fix; the
         │                          re-login budget exhausted (a token storm)
@@ -41,6 +43,7 @@ from .settings import MESSAGE_MAX_CHARS
 __all__ = [
     "StalledError",
     "AuthenticationError",
+    "UnknownNamespaceError",
     "BadRequestError",
     "ConfigurationError",
     "DeniedError",
@@ -92,6 +95,22 @@ class SourceError(Exception):
 
 class ConfigurationError(SourceError):
     """The client was configured in a way that cannot work or is unsafe."""
+
+
+class UnknownNamespaceError(SourceError):
+    """Namespaces were asked for that user-info does not list and that no sync of this
+    warehouse ever loaded: mistyped ids, not companies that lost access. The sync reads
+    nothing and records nothing of them; the message lists the namespaces user-info has."""
+
+    def __init__(self, unknown: list[str], available: list[str]) -> None:
+        self.unknown = list(unknown)
+        self.available = list(available)
+        names = ", ".join(repr(ns) for ns in self.unknown)
+        some = "namespace" if len(self.unknown) == 1 else "namespaces"
+        super().__init__(
+            f"unknown {some} {names}: not one of the user's companies and never synced "
+            f"into this warehouse; user-info lists: {', '.join(self.available) or 'none'}"
+        )
 
 
 class ServiceError(SourceError):

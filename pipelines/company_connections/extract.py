@@ -52,6 +52,7 @@ from .errors import AuthenticationError, DeniedError, NotFoundError, ServiceErro
 from .journal import JournalBook, RequestJournal
 from .limits import request_priority
 from .models import ConnectionDetail, ConnectionEntry, Role
+from .namespaces import plan_namespaces
 from .staging import NamespaceStage, StagedTable
 
 T = TypeVar("T")
@@ -586,12 +587,13 @@ async def extract_namespaces(
     Each namespace's rows are staged under `staging_dir` as they arrive, at most
     `batch_size` rows per table in memory. The moment a namespace is complete, its
     :class:`NamespaceSnapshot` goes to `on_complete` (called in the event loop's
-    thread: it must only hand the snapshot over, e.g. put it on a queue). A namespace
-    the user does not belong to, or whose reading fails after retries, becomes a
-    :class:`NamespaceFailure` (also given to `on_complete`) and its staged rows are
-    deleted; the others are unaffected. With the default namespaces,
-    `known_namespaces` (those synced before) that user-info no longer lists are
-    failures too: access was lost, and their data is kept, not retired.
+    thread: it must only hand the snapshot over, e.g. put it on a queue). The
+    namespaces are planned by :func:`~.namespaces.plan_namespaces` from user-info and
+    `known_namespaces` (those synced before): an asked namespace that is neither raises
+    :class:`~.errors.UnknownNamespaceError` before anything is read. A namespace synced
+    before that user-info no longer lists (access lost), or whose reading fails after
+    retries, becomes a :class:`NamespaceFailure` (also given to `on_complete`) and its
+    staged rows are deleted; its data is kept, not retired, and the others are unaffected.
 
     Requests wait for a slot of the client by namespace order (see
     :class:`~.limits.PriorityGate`), so namespaces complete one after another.
@@ -636,10 +638,7 @@ async def extract_namespaces(
                            f"waiting for: {state}")
     user_info = asking.result()
     roles = {role.company_id: role for role in user_info.roles}
-    if namespaces:
-        wanted = list(dict.fromkeys(namespaces))
-    else:
-        wanted = list(dict.fromkeys([*roles, *known_namespaces]))
+    wanted = plan_namespaces(namespaces, list(roles), known_namespaces)
 
     for namespace in [ns for ns in wanted if ns in (skip or {})]:
         wanted.remove(namespace)
@@ -650,18 +649,12 @@ async def extract_namespaces(
         begun = _now()
         request_priority.set(priorities[namespace])  # for every request of this task's tree
         role = roles.get(namespace)
-        if role is None:
-            if namespaces:
-                error = (
-                    f"namespace {namespace} is not one of the user's companies "
-                    f"(user-info lists: {', '.join(roles) or 'none'})"
-                )
-            else:
-                error = (
-                    f"namespace {namespace} was synced before but user-info no longer lists "
-                    "it (access lost?); its data is kept as last synced. To stop syncing it, "
-                    "set `namespaces` in the config"
-                )
+        if role is None:  # synced before (see plan_namespaces): access lost
+            error = (
+                f"namespace {namespace} was synced before but user-info no longer lists "
+                "it (access lost?); its data is kept as last synced. To stop syncing it, "
+                "set `namespaces` in the config"
+            )
             complete(
                 NamespaceFailure(
                     namespace_company_id=namespace, error=error, started_at=begun, finished_at=_now()

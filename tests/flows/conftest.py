@@ -7,7 +7,7 @@ import atexit
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "120"
 for _name in ("PREFECT_API_URL", "PREFECT_API_KEY", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH"):
     os.environ.pop(_name, None)
 
+import duckdb
 import prefect.context
 import prefect.settings
 import pytest
@@ -41,6 +42,7 @@ from prefect.client.schemas.sorting import ArtifactSort, TaskRunSort
 from prefect.events.worker import EventsWorker
 from prefect.logging.handlers import APILogHandler, APILogWorker
 
+from diligence.sync import run_sync, source_settings
 from flows.company_connections_sync import company_connections_sync
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import requests_answered
@@ -74,6 +76,8 @@ def sandbox() -> Iterator[SandboxServer]:
 
 #: a namespace the sandbox's user is not a member of
 UNKNOWN_NAMESPACE = "00000000-not-a-namespace"
+#: a namespace an earlier sync loaded that the sandbox's user-info no longer lists
+LOST_NAMESPACE = "11111111-access-lost"
 
 
 @dataclass(frozen=True)
@@ -87,14 +91,17 @@ class SharedRun:
     requests: int
 
 
-def _shared_run(sandbox: SandboxServer, folder: Path, **parameters: Any) -> SharedRun:
-    """The flow on `sandbox` into a fresh warehouse in `folder`, with the sandbox's login
-    in env vars."""
+def _shared_run(sandbox: SandboxServer, folder: Path, prepare: Callable[[Path], None] | None = None,
+                **parameters: Any) -> SharedRun:
+    """The flow on `sandbox` into a fresh warehouse in `folder` (made ready by `prepare`,
+    if given), with the sandbox's login in env vars."""
     paths = {"warehouse": str(folder / "warehouse.duckdb"), "reports_dir": str(folder / "reports")}
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(EMAIL_ENV, DEFAULT_EMAIL)
         patch.setenv(PASSWORD_ENV, DEFAULT_PASSWORD)
         patch.delenv("SOURCES__COMPANY_CONNECTIONS__ACCESS_TOKEN", raising=False)
+        if prepare is not None:
+            prepare(Path(paths["warehouse"]))
         before = requests_answered(sandbox)
         state = company_connections_sync(base_url=sandbox.base_url, **paths, **parameters,
                                          return_state=True)
@@ -114,11 +121,20 @@ def default_run(prefect_harness: None, sandbox: SandboxServer,
 
 
 @pytest.fixture(scope="session")
-def unknown_namespace_run(prefect_harness: None, sandbox: SandboxServer,
-                          tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
-    """A run asked for :data:`UNKNOWN_NAMESPACE` and then the sandbox's first namespace."""
-    return _shared_run(sandbox, tmp_path_factory.mktemp("unknown-namespace-run"),
-                       namespaces=[UNKNOWN_NAMESPACE, sandbox.world.namespaces[0]])
+def lost_namespace_run(prefect_harness: None, sandbox: SandboxServer,
+                       tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
+    """A run with the default namespaces on a warehouse where an earlier sync loaded the
+    sandbox's first namespace and :data:`LOST_NAMESPACE` (which user-info does not list)."""
+
+    def synced_before(warehouse: Path) -> None:
+        run_sync(warehouse, source_settings(base_url=sandbox.base_url,
+                                            namespaces=[sandbox.world.namespaces[0]]))
+        with duckdb.connect(str(warehouse)) as con:
+            con.execute("insert into raw.sync_runs select * replace (? as namespace_company_id) "
+                        "from raw.sync_runs limit 1", [LOST_NAMESPACE])
+
+    return _shared_run(sandbox, tmp_path_factory.mktemp("lost-namespace-run"), synced_before,
+                       export_formats=["csv"])
 
 
 @pytest.fixture

@@ -209,11 +209,11 @@ def test_library_logs_are_added_to_prefect_extra_loggers() -> None:
 
 
 def test_deployment_parameters_keep_only_what_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    # settings stay out of the deployment: each run resolves them where it runs
     monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__EXPIRING_WITHIN_DAYS", "45")
-    assert deployment_parameters(warehouse="/srv/w.duckdb") == {
-        "warehouse": "/srv/w.duckdb",
-        "expiring_within_days": 45,
-    }
+    monkeypatch.setenv("DILIGENCE_WAREHOUSE", "/srv/configured.duckdb")
+    assert deployment_parameters() == {}
+    assert deployment_parameters(warehouse="/srv/w.duckdb") == {"warehouse": "/srv/w.duckdb"}
     assert (
         deployment_parameters(expiring_within_days=10, namespaces=[])["expiring_within_days"] == 10
     )
@@ -229,7 +229,6 @@ def test_the_flow_reads_settings_through_diligence_config(monkeypatch: pytest.Mo
     monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__NAMESPACES", '["ns-a", "ns-b"]')
     monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__EXPIRING_WITHIN_DAYS", "12")
     assert configured_namespaces() == diligence.config.configured_namespaces() == ["ns-a", "ns-b"]
-    assert deployment_parameters()["expiring_within_days"] == 12
     assert diligence.config.expiring_within_days() == 12
     monkeypatch.delenv("SOURCES__COMPANY_CONNECTIONS__NAMESPACES")
     monkeypatch.delenv("SOURCES__COMPANY_CONNECTIONS__EXPIRING_WITHIN_DAYS")

@@ -18,7 +18,6 @@ from prefect.blocks.system import Secret
 import flows.company_connections_sync as flow_module
 from diligence.analytics.checks import check_names
 from diligence.report.export import REPORTS
-from diligence.sync import run_sync, source_settings
 from flows.company_connections_sync import (
     DBT_BUILD_ARTIFACT_KEY,
     DOCUMENTS_ARTIFACT_KEY,
@@ -29,7 +28,7 @@ from flows.company_connections_sync import (
 from flows.service import PASSWORD_BLOCK
 from sandbox.server import DEFAULT_PASSWORD, SandboxServer
 
-from .conftest import UNKNOWN_NAMESPACE, SharedRun
+from .conftest import LOST_NAMESPACE, UNKNOWN_NAMESPACE, SharedRun
 
 EMAIL_ENV = "SOURCES__COMPANY_CONNECTIONS__EMAIL"
 PASSWORD_ENV = "SOURCES__COMPANY_CONNECTIONS__PASSWORD"
@@ -40,9 +39,9 @@ JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 ANALYTICS_TABLES = ("answers", "document_expiry", "connections", "questionnaire_completeness")
 
 
-def query(warehouse: str, sql: str) -> list[tuple[Any, ...]]:
+def query(warehouse: str, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
     with duckdb.connect(warehouse, read_only=True) as con:
-        return con.execute(sql).fetchall()
+        return con.execute(sql, params or []).fetchall()
 
 
 def assert_no_secrets(text: str) -> None:
@@ -138,53 +137,29 @@ def test_password_from_secret_block(
     assert_no_secrets(runs.log_text(flow_run_id))
 
 
-def test_unknown_namespace_fails_the_run_after_loading_the_others(
-    sandbox: SandboxServer, unknown_namespace_run: SharedRun, runs: Any
+def test_unknown_namespace_fails_the_run_at_once_naming_the_valid_ones(
+    sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
 ) -> None:
     good, bad = sandbox.world.namespaces[0], UNKNOWN_NAMESPACE
-    state, paths = unknown_namespace_run.state, unknown_namespace_run.paths
+
+    state = company_connections_sync(
+        namespaces=[bad, good], base_url=sandbox.base_url, **paths, return_state=True
+    )
 
     assert state.is_failed()
-    assert f"1 of 2 namespaces not loaded (previous data kept): {bad} (" in state.message
-    loaded = query(
-        paths["warehouse"], "select distinct namespace_company_id from analytics.answers"
-    )
-    assert loaded == [(good,)]
-    raw = query(paths["warehouse"], "select distinct namespace_company_id from raw.companies")
-    assert raw == [(good,)]
-    runs_recorded = query(
-        paths["warehouse"], "select namespace_company_id, status from raw.sync_runs order by 2"
-    )
-    assert runs_recorded == [(bad, "failed"), (good, "success")]
-    assert (Path(paths["reports_dir"]) / date.today().isoformat() / "answers.csv").is_file()
-
+    assert f"unknown namespace '{bad}'" in state.message
+    assert f"user-info lists: {', '.join(sandbox.world.namespaces)}" in state.message
+    # nothing read, nothing recorded: the warehouse is not even created
+    assert not Path(paths["warehouse"]).exists()
     task_runs = {t.name.rsplit("-", 1)[0]: t for t in runs.task_runs(state.state_details.flow_run_id)}
-    # both namespaces in one task run; the unknown one is never read again
-    assert task_runs["sync-namespaces"].state.is_completed()
-    assert task_runs["sync-namespaces"].run_count == 1
-    assert not any(name.startswith("retry-failed-namespaces") for name in task_runs)
-    summary = next(
-        a for a in runs.artifacts(state.state_details.flow_run_id) if a.key == SUMMARY_ARTIFACT_KEY
-    )
-    assert "1 of 2 namespaces loaded" in summary.data and bad in summary.data
+    assert task_runs["resolve-namespaces"].run_count == 1  # a mistake: never retried
+    assert "sync-namespaces" not in task_runs
 
 
 def test_namespace_whose_access_was_lost_fails_loudly(
-    sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
+    sandbox: SandboxServer, lost_namespace_run: SharedRun, runs: Any
 ) -> None:
-    lost = "11111111-access-lost"
-    run_sync(Path(paths["warehouse"]),
-             source_settings(base_url=sandbox.base_url, namespaces=[sandbox.world.namespaces[0]]))
-    with duckdb.connect(paths["warehouse"]) as con:  # an earlier sync loaded `lost`
-        con.execute(
-            "insert into raw.sync_runs select * replace (? as namespace_company_id) "
-            "from raw.sync_runs limit 1",
-            [lost],
-        )
-
-    state = company_connections_sync(
-        export_formats=["csv"], base_url=sandbox.base_url, **paths, return_state=True
-    )
+    lost, state, paths = LOST_NAMESPACE, lost_namespace_run.state, lost_namespace_run.paths
 
     assert state.is_failed()
     assert f"1 of 3 namespaces not loaded (previous data kept): {lost} (" in state.message
@@ -196,6 +171,14 @@ def test_namespace_whose_access_was_lost_fails_loudly(
         paths["warehouse"], "select distinct namespace_company_id from analytics.answers"
     )
     assert {ns for (ns,) in loaded} == set(sandbox.world.namespaces)
+    recorded = query(paths["warehouse"], "select namespace_company_id, status from raw.sync_runs "
+                     "where namespace_company_id = ? order by synced_at", [lost])
+    assert recorded[-1] == (lost, "failed")
+    assert (Path(paths["reports_dir"]) / date.today().isoformat() / "answers.csv").is_file()
+    summary = next(
+        a for a in runs.artifacts(state.state_details.flow_run_id) if a.key == SUMMARY_ARTIFACT_KEY
+    )
+    assert "2 of 3 namespaces loaded" in summary.data and lost in summary.data
 
 
 def test_wrong_password_fails_fast_without_retries(

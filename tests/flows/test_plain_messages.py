@@ -6,18 +6,18 @@ from typing import Any
 
 import pytest
 
-from .conftest import UNKNOWN_NAMESPACE, SharedRun
+from .conftest import LOST_NAMESPACE, SharedRun
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
 def test_failed_namespace_is_a_plain_message_without_traceback(
-    unknown_namespace_run: SharedRun, runs: Any
+    lost_namespace_run: SharedRun, runs: Any
 ) -> None:
-    bad, state = UNKNOWN_NAMESPACE, unknown_namespace_run.state
+    bad, state = LOST_NAMESPACE, lost_namespace_run.state
 
     assert state.is_failed()
-    assert state.message.startswith(f"1 of 2 namespaces not loaded (previous data kept): {bad} (")
+    assert state.message.startswith(f"1 of 3 namespaces not loaded (previous data kept): {bad} (")
     assert "RunFailedError" not in state.message and "Error:" not in state.message
     logs = runs.log_text(state.state_details.flow_run_id)
     assert f"namespace {bad} not loaded" in logs

@@ -7,6 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from diligence.errors import is_transient
 from diligence.sync import SyncError
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, current_counts, query, sync
@@ -162,12 +163,22 @@ def run_unreachable(warehouse: Path) -> None:
     run_sync(warehouse, source_settings(base_url="http://127.0.0.1:9", email="a@b.c", password="x", max_attempts=2))
 
 
-def test_unknown_namespace_is_named_and_others_load(sandbox: SandboxServer, warehouse: Path) -> None:
+def test_unknown_namespace_fails_the_sync_naming_the_valid_ones_and_records_nothing(
+    sandbox: SandboxServer, warehouse: Path, synced_small: Path
+) -> None:
+    copy_warehouse(synced_small, warehouse)
+    before = query(warehouse, "select * from raw.sync_runs order by all")
     ns = sandbox.world.namespaces[0]
-    result = sync(sandbox, warehouse, namespaces=[ns, "not-my-company"])
-    assert [o.namespace_company_id for o in result.failed] == ["not-my-company"]
-    assert "not one of the user's companies" in (result.failed[0].error or "")
-    assert set(current_counts(warehouse)["connections"]) == {ns}
+    for typo in ("00000000-0000-4000-8000-000000000000", "not a uuid; drop"):
+        with pytest.raises(SyncError) as caught:
+            sync(sandbox, warehouse, namespaces=[ns, typo])
+        assert str(caught.value) == (
+            f"unknown namespace {typo!r}: not one of the user's companies and never synced into "
+            f"this warehouse; user-info lists: {', '.join(sandbox.world.namespaces)}"
+        )
+        assert not is_transient(caught.value)  # a mistake: never retried
+    # nothing read, nothing recorded: freshness and status never show the typo
+    assert query(warehouse, "select * from raw.sync_runs order by all") == before
 
 
 def test_failing_namespace_is_not_committed_and_keeps_its_data(
