@@ -105,6 +105,10 @@ class NodeResult:
     message: str | None
     seconds: float
     failures: int | None = None
+    #: a model's materialization (``table``, ``view``, ...); None for other nodes
+    materialized: str | None = None
+    #: a model's compiled SELECT (None when it was not compiled)
+    compiled_code: str | None = None
 
 
 @dataclass(frozen=True)
@@ -359,6 +363,8 @@ def _nodes(result: Any) -> list[NodeResult]:
                 message=item.message,
                 seconds=float(item.execution_time or 0.0),
                 failures=item.failures,
+                materialized=getattr(getattr(node, "config", None), "materialized", None),
+                compiled_code=getattr(node, "compiled_code", None),
             )
         )
     return nodes

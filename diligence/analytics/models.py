@@ -1,14 +1,15 @@
 """Build the SQL models: the dbt project in `sql/` (see `sql/README.md`).
 
 One ``dbt build`` (target ``build`` of :mod:`diligence.analytics.dbt`) builds the staging views
-(schema `staging`) and every table model beside its published table, as
+(schema `staging`) and every model of `analytics` beside its published relation, as
 `analytics.<name>__build`, and runs the checks (the project's data tests, see
 :mod:`diligence.analytics.checks`) on them; on this target a failing check warns, so it never
 skips a model. Once every model has built, one DuckDB transaction renames the build's
-tables over the published ones (a rename moves no data), drops the tables of models
-that no longer exist, and describes them from the project's YAML. A reader of
-`analytics`, on the file or on a lake, sees the previous build or the new one, never
-half of one. A failing model leaves `analytics` as it was (the build's tables are
+tables over the published ones (a rename moves no data), makes each view of the build
+again under its published name over the published tables (a view, such as
+`freshness`, computes when it is read), drops what no model makes any more, and
+describes them from the project's YAML. A reader of `analytics`, on the file or on a
+lake, sees the previous build or the new one, never half of one. A failing model leaves `analytics` as it was (the build's tables are
 dropped) and raises :class:`ModelError` naming the model.
 
 Parameters reach the SQL as dbt vars of the invocation: ``as_of`` (UTC timestamp) and
@@ -18,8 +19,9 @@ Parameters reach the SQL as dbt vars of the invocation: ``as_of`` (UTC timestamp
 from __future__ import annotations
 
 import contextlib
+import re
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -134,11 +136,14 @@ def build_models(
     models = [node for node in run.nodes if node.resource_type == "model"]
     timings = {f"{node.schema}.{node.name}": node.seconds for node in models}
     checks = check_results(run, "dbt build")
+    published = [node for node in models if node.schema == ANALYTICS_SCHEMA]
     try:
         with _session(warehouse, location) as con:
             row_counts = swap_into_analytics(
-                con, [node.name for node in models if node.schema == ANALYTICS_SCHEMA],
-                descriptions("build", project_dir))
+                con, [node.name for node in published if node.materialized != "view"],
+                descriptions("build", project_dir),
+                views={node.name: node.compiled_code or "" for node in published
+                       if node.materialized == "view"})
     except duckdb.Error as exc:
         raise ModelError("swap into analytics", str(exc).splitlines()[0]) from exc
     return ModelsResult(
@@ -169,40 +174,67 @@ def swap_into_analytics(
     con: duckdb.DuckDBPyConnection,
     built: Collection[str],
     described: dict[str, Description] | None = None,
+    *,
+    views: Mapping[str, str] | None = None,
 ) -> dict[str, int]:
     """In one transaction: rename each table `analytics.<name>__build` of the models
-    `built` over `analytics.<name>` (its comments go with it), drop every other table of
-    `analytics` (a model that no longer exists, a build's leftover), and describe the
-    tables and columns from `described` (the project's YAML). Returns the row count of
-    each analytics table, by qualified name."""
-    present = _analytics_tables(con)
-    renamed = sorted(name for name in built if name + BUILD_SUFFIX in present)
+    `built` over `analytics.<name>` (its comments go with it); make each view of `views`
+    (name -> its compiled SELECT, which reads the build's tables) again as
+    `analytics.<name>` over the published tables; drop every other table and view of
+    `analytics` (a model that no longer exists, a build's leftover); and describe the
+    tables, views and columns from `described` (the project's YAML). Returns the row
+    count of each analytics relation, by qualified name."""
+    present = _analytics_relations(con)
+    renamed = sorted(name for name in built if name + BUILD_SUFFIX in present["table"])
+    made = sorted(views or {})
     row_counts: dict[str, int] = {}
     with transaction(con):
-        for table in present:
+        for view in present["view"]:  # a view is made again from its SQL below
+            con.execute(f"drop view {ANALYTICS_SCHEMA}.{sql_identifier(view)}")
+        for table in present["table"]:
             if not (table.endswith(BUILD_SUFFIX) and table.removesuffix(BUILD_SUFFIX) in renamed):
                 con.execute(f"drop table {ANALYTICS_SCHEMA}.{sql_identifier(table)}")
         for name in renamed:
             con.execute(f"alter table {ANALYTICS_SCHEMA}.{sql_identifier(name + BUILD_SUFFIX)} "
                         f"rename to {sql_identifier(name)}")
-        _describe(con, renamed, described or {})
-        for table in renamed:
-            count = con.execute(f"select count(*) from {ANALYTICS_SCHEMA}.{sql_identifier(table)}").fetchone()
-            row_counts[f"{ANALYTICS_SCHEMA}.{table}"] = int(count[0])  # type: ignore[index]
+        for name in made:
+            con.execute(f"create view {ANALYTICS_SCHEMA}.{sql_identifier(name)} as "
+                        f"{_published_sql((views or {})[name])}")
+        _describe(con, [*renamed, *made], described or {})
+        for relation in [*renamed, *made]:
+            count = con.execute(f"select count(*) from {ANALYTICS_SCHEMA}.{sql_identifier(relation)}").fetchone()
+            row_counts[f"{ANALYTICS_SCHEMA}.{relation}"] = int(count[0])  # type: ignore[index]
     return row_counts
 
 
-def _analytics_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [row[0] for row in con.execute(
-        "select table_name from duckdb_tables() where database_name = current_database() "
-        f"and schema_name = {_ANALYTICS} order by table_name").fetchall()]
+#: A relation of the build in compiled SQL: ``"analytics"."<name>__build"`` (dbt quotes
+#: every identifier and leaves the catalog out, see sql/macros/relations.sql).
+_BUILD_RELATION = re.compile(rf'("{ANALYTICS_SCHEMA}"\.")([^"]+){BUILD_SUFFIX}"')
+
+
+def _published_sql(compiled: str) -> str:
+    """A view's compiled SELECT reading the published relations instead of the build's."""
+    return _BUILD_RELATION.sub(r'\1\2"', compiled)
+
+
+def _analytics_relations(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """The tables and the views of `analytics`, by kind ("table", "view")."""
+    relations: dict[str, list[str]] = {"table": [], "view": []}
+    for name, kind in con.execute(
+        "select table_name, table_type from information_schema.tables where table_catalog = "
+        f"current_database() and table_schema = {_ANALYTICS} order by table_name"
+    ).fetchall():
+        relations["view" if kind == "VIEW" else "table"].append(name)
+    return relations
 
 
 def _drop_build_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Drop what a failed build left beside the published tables."""
-    for table in _analytics_tables(con):
-        if table.endswith(BUILD_SUFFIX):
-            con.execute(f"drop table {ANALYTICS_SCHEMA}.{sql_identifier(table)}")
+    """Drop what a failed build left beside the published relations."""
+    present = _analytics_relations(con)
+    for kind in ("view", "table"):
+        for name in present[kind]:
+            if name.endswith(BUILD_SUFFIX):
+                con.execute(f"drop {kind} {ANALYTICS_SCHEMA}.{sql_identifier(name)}")
 
 
 def copy_comments(
@@ -219,25 +251,24 @@ def copy_comments(
     # catalog queries bind no parameter: binding one makes DuckDB import pandas (0.6 s)
     source = f"database_name = {sql_string(source_catalog)} and schema_name = {sql_string(source_schema)}"
     tables = con.execute(
-        f"select table_name, comment from duckdb_tables() where {source} and comment is not null"
+        f"select table_name, comment from duckdb_tables() where {source} and comment is not null "
+        f"union all select view_name, comment from duckdb_views() where {source} and comment is not null"
     ).fetchall()
     columns = con.execute(
         "select table_name, column_name, comment from duckdb_columns() "
         f"where {source} and comment is not null"
     ).fetchall()
-    present = {
-        row[0]
-        for row in con.execute(
-            "select table_name from duckdb_tables() "
-            f"where database_name = {sql_string(target_catalog)} and schema_name = {_ANALYTICS}"
-        ).fetchall()
-    }
+    in_target = f"database_name = {sql_string(target_catalog)} and schema_name = {_ANALYTICS}"
+    present = dict(con.execute(
+        f"select table_name, 'table' from duckdb_tables() where {in_target} "
+        f"union all select view_name, 'view' from duckdb_views() where {in_target}"
+    ).fetchall())
     target = sql_identifier(target_catalog)
     written = 0
     for table, comment in tables:
         if table in present:
             relation = f"{target}.{ANALYTICS_SCHEMA}.{sql_identifier(table)}"
-            con.execute(f"comment on table {relation} is {sql_string(comment)}")
+            con.execute(f"comment on {present[table]} {relation} is {sql_string(comment)}")
             written += 1
     for table, column, comment in columns:
         if table in present:
@@ -257,15 +288,21 @@ def _describe(con: duckdb.DuckDBPyConnection, tables: list[str], described: dict
         f"where database_name = current_database() and schema_name = {_ANALYTICS}"
     ).fetchall():
         present.setdefault(table, set()).add(column)
+    views = set(_analytics_relations(con)["view"])
+    # a DuckLake takes no COMMENT on a view's columns (its table comment it does take)
+    on_lake = con.execute(
+        "select type from duckdb_databases() where database_name = current_database()"
+    ).fetchone()[0] == "ducklake"  # type: ignore[index]
     for table in tables:
         description = described.get(table)
         if description is None:
             continue
         relation = f"{ANALYTICS_SCHEMA}.{sql_identifier(table)}"
         if description.table:
-            con.execute(f"comment on table {relation} is {sql_string(description.table)}")
+            kind = "view" if table in views else "table"
+            con.execute(f"comment on {kind} {relation} is {sql_string(description.table)}")
         for column, text in description.columns.items():
-            if column in present.get(table, ()):
+            if column in present.get(table, ()) and not (on_lake and table in views):
                 con.execute(
                     f"comment on column {relation}.{sql_identifier(column)} is {sql_string(text)}"
                 )

@@ -46,6 +46,15 @@ def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
                 "and table_type = 'BASE TABLE' order by 1"  # no bound parameter: see copy_comments
             ).fetchall()
         ]
+        # a view (freshness) is made again from its SQL, which names no catalog: it reads
+        # the copy's own tables, and computes when the analysts read it
+        views = [
+            row[0]
+            for row in con.execute(
+                "select sql from duckdb_views() where database_name = "
+                f"{sql_string(source)} and schema_name = 'analytics' order by view_name"
+            ).fetchall()
+        ]
         # DuckDB 1.5 takes no bound parameter in ATTACH: a quoted literal instead
         con.execute(f"attach {sql_string(str(temporary))} as published")
         try:
@@ -58,6 +67,12 @@ def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
                         f"create table published.analytics.{sql_identifier(table)} as "
                         f"select * from {sql_identifier(source)}.analytics.{sql_identifier(table)}"
                     )
+                con.execute("use published")
+                try:
+                    for view in views:
+                        con.execute(view)
+                finally:
+                    con.execute(f"use {sql_identifier(source)}")
                 copy_comments(con, source, "published")  # analysts see the descriptions too
         finally:
             con.execute("detach published")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from rich.console import Console
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
-from ..config import EXPORT_FORMATS
+from ..config import DEMO_WAREHOUSE, EXPORT_FORMATS
 from ..errors import SyncError
 from ..steps import run_pipeline
 from ..sync import source_settings
@@ -16,21 +17,27 @@ from ..warehouse import Warehouse
 from .progress import SyncProgress
 
 SUMMARY_SQL = """
-select
-    (select count(distinct namespace_company_id) from analytics.connections) as namespaces,
-    (select count(*) from analytics.connections) as connections,
-    (select count(*) from analytics.questionnaire_completeness) as questionnaires,
-    (select count(*) from analytics.answers where is_answered) as answers,
-    (select count(*) from analytics.document_expiry where expiry_status = 'expired') as expired,
-    (select count(*) from analytics.document_expiry where expiry_status = 'expiring') as expiring,
-    (select count(*) from analytics.sync_issues) as sync_issues
+select namespace_count, counterparty_count, connection_count, questionnaire_count,
+       answered_field_count, expired_document_count, expiring_document_count,
+       own_document_count, own_expired_document_count, own_expiring_document_count,
+       sync_issue_count
+from analytics.headline
 """
+
+
+def duckdb_cli() -> str:
+    """How to start the DuckDB command line installed with this package: the `duckdb`
+    beside this Python (the project's .venv/bin/duckdb), else `duckdb` from PATH."""
+    beside = Path(sys.executable).absolute().with_name("duckdb")
+    if not beside.exists():
+        return "duckdb"
+    return str(beside.relative_to(Path.cwd())) if beside.is_relative_to(Path.cwd()) else str(beside)
 
 
 def run_demo(
     *,
     scale: str = "small",
-    warehouse: Path = Path("data/demo.duckdb"),
+    warehouse: Path = DEMO_WAREHOUSE,
     out_dir: Path = Path("reports"),
     console: Console | None = None,
     progress_console: Console | None = None,
@@ -62,22 +69,25 @@ def run_demo(
     with owner.session(read_only=True, memory_limit=None) as con:
         row = con.execute(SUMMARY_SQL).fetchall()[0]
     assert row is not None
-    namespaces, connections, questionnaires, answers, expired, expiring, issues = row
+    (namespaces, counterparties, connections, questionnaires, answers, expired, expiring,
+     own_documents, own_expired, own_expiring, issues) = row
     seconds = result.seconds + models.seconds
     return "\n".join(
         [
             "",
             f"Synced {namespaces} namespaces in {seconds:.1f}s ({result.requests} requests):",
-            f"  connections          {connections}",
+            f"  counterparties       {counterparties}  ({connections} connections)",
             f"  questionnaires       {questionnaires}",
             f"  answered fields      {answers}",
             f"  documents expired    {expired}",
             f"  documents expiring   {expiring}  (within {models.expiring_within_days} days)",
+            f"  own companies        {own_documents} documents: {own_expired} expired, {own_expiring} expiring",
             f"  sync issues          {issues}  (denied or missing items, see analytics.sync_issues)",
             "",
             f"Warehouse: {warehouse}  (raw and analytics)",
-            f"Analysts:  {analytics.published}  (read-only copy of analytics; try: duckdb "
-            f"{analytics.published} \"from analytics.document_expiry where expiry_status = 'expiring'\")",
+            f"Analysts:  {analytics.published}  (read-only copy of analytics; try: {duckdb_cli()} "
+            f"-readonly {analytics.published} \"from analytics.document_expiry where expiry_status = 'expiring' "
+            "and not is_own_company\")",
             f"Reports:   {out_dir}/ ({len(files)} files: "
             + ", ".join(sorted({f.path.name for f in files}))
             + ")",

@@ -25,11 +25,13 @@ from typing import Any
 
 import duckdb
 
-from ..errors import DiligenceError
+from ..errors import DiligenceError, WarehouseNotReadyError
 from ..warehouse import table_names
 
 #: Tables the report cannot do without.
 REQUIRED_TABLES = (
+    "analytics.headline",
+    "analytics.freshness",
     "analytics.connections",
     "analytics.questionnaire_completeness",
     "analytics.answers",
@@ -61,6 +63,8 @@ class ReportData:
     timeline: list[dict[str, Any]]
     undated_documents: dict[str, int]
     expiring_documents: Table
+    #: the namespaces' own companies' documents expired or expiring (not counterparties')
+    own_expiring_documents: Table
     completeness: Table
     completeness_buckets: list[dict[str, Any]]
     changes: dict[str, Any]
@@ -95,38 +99,29 @@ def _require_tables(con: duckdb.DuckDBPyConnection, warehouse: Path | str) -> No
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     if missing:
         if not any(t.startswith("analytics.") for t in tables):
-            raise ReportError(f"{warehouse} has no analytics schema; run `diligence models` first")
-        raise ReportError(f"{warehouse} lacks {missing[0]}; run `diligence models` first")
+            raise WarehouseNotReadyError(
+                f"{warehouse} has no analytics schema; run `diligence models --warehouse {warehouse}` first")
+        raise WarehouseNotReadyError(
+            f"{warehouse} lacks {missing[0]}; run `diligence models --warehouse {warehouse}` first")
 
 
 # -- headline and freshness -------------------------------------------------------------
 HEADLINE_SQL = """
-select
-    (select count(distinct company_id) from analytics.connections) as counterparties,
-    (select count(*) from analytics.questionnaire_completeness) as questionnaires,
-    (select count(*) from analytics.answers where is_answered) as answered_fields,
-    (select count(*) from analytics.document_expiry) as documents,
-    (select count(*) from analytics.document_expiry where expiry_status = 'expired') as expired,
-    (select count(*) from analytics.document_expiry where expiry_status = 'expiring') as expiring,
-    (select count(*) from analytics.sync_issues) as sync_issues
+select counterparty_count as counterparties, questionnaire_count as questionnaires,
+       answered_field_count as answered_fields, document_count as documents,
+       expired_document_count as expired, expiring_document_count as expiring,
+       own_document_count as own_documents, own_expired_document_count as own_expired,
+       own_expiring_document_count as own_expiring, sync_issue_count as sync_issues
+from analytics.headline
 """
 
 FRESHNESS_SQL = """
-select
-    namespace_company_id as namespace,
-    max(coalesce(finished_at, synced_at)) filter (where status = 'success') as last_success,
-    arg_max(status, coalesce(started_at, synced_at)) as last_outcome,
-    arg_max(error, coalesce(started_at, synced_at)) as last_error,
-    count(*) filter (where status = 'success') as successful_syncs
-from sync_runs
-group by 1
-order by 1
-"""
-
-FRESHNESS_FALLBACK_SQL = """
-select namespace_company_id as namespace, max(synced_at) as last_success,
-       'success' as last_outcome, null as last_error, null as successful_syncs
-from analytics.connections group by 1 order by 1
+select namespace_company_id as namespace, last_success_at as last_success,
+       last_status as last_outcome, last_error_message as last_error,
+       successful_sync_count as successful_syncs,
+       round(hours_since_last_success, 1) as age_hours
+from analytics.freshness
+order by namespace_company_id
 """
 
 
@@ -148,30 +143,24 @@ def _sync_runs(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"create or replace temp view sync_runs as select {columns} from raw.sync_runs")
 
 
-def _age_hours(last: Any, now: datetime) -> float | None:
-    if not isinstance(last, datetime):
-        return None
-    if last.tzinfo is None:
-        last = last.replace(tzinfo=timezone.utc)
-    return round((now - last).total_seconds() / 3600, 1)
-
-
 # -- documents --------------------------------------------------------------------------
 TIMELINE_SQL = """
 select cast(date_trunc('month', expiration_date) as date) as month, expiry_status as status,
        count(*) as documents
 from analytics.document_expiry
-where expiry_status in ('expired', 'expiring', 'valid')
+where not is_own_company and expiry_status in ('expired', 'expiring', 'valid')
 group by all
 order by 1, 2
 """
 
+#: documents expired or expiring: the counterparties' (`not is_own_company`), and apart
+#: from them those of the namespaces' own companies, as analysts are told to count them
 EXPIRING_SQL = """
 select coalesce(company_name, company_id) as counterparty, namespace_company_id,
        company_type_id, document_name, category, type,
        cast(expiration_date as date) as expiration_date, days_until_expiry, expiry_status
 from analytics.document_expiry
-where expiry_status in ('expired', 'expiring')
+where {own}is_own_company and expiry_status in ('expired', 'expiring')
 order by counterparty, company_id, days_until_expiry, document_id
 """
 
@@ -370,19 +359,9 @@ def collect(
     names = [d[0] for d in cursor.description]
     headline = dict(zip(names, (int(v) for v in cursor.fetchone()), strict=True))  # type: ignore[union-attr]
     days, evaluated_at = con.execute(
-        "select max(expiring_within_days), max(evaluated_at) from analytics.document_expiry"
+        "select expiring_within_days, evaluated_at from analytics.headline"
     ).fetchone()  # type: ignore[misc]
-    if days is None:
-        days = 30
-
-    freshness = _table(
-        con, FRESHNESS_SQL if "raw.sync_runs" in tables else FRESHNESS_FALLBACK_SQL
-    )
-    last = freshness.columns.index("last_success")
-    freshness.columns.append("age_hours")
-    for row in freshness.rows:
-        when = row[last]
-        row.append(_age_hours(datetime.fromisoformat(when) if when else None, now))
+    freshness = _table(con, FRESHNESS_SQL)
 
     timeline = [
         {"month": _jsonable(month), "status": status, "documents": int(n)}
@@ -391,7 +370,8 @@ def collect(
     undated = dict(
         con.execute(
             "select expiry_status, count(*) from analytics.document_expiry "
-            "where expiry_status not in ('expired', 'expiring', 'valid') group by 1"
+            "where not is_own_company and expiry_status not in ('expired', 'expiring', 'valid') "
+            "group by 1"
         ).fetchall()
     )
     completeness = _table(con, COMPLETENESS_SQL)
@@ -432,7 +412,8 @@ def collect(
         freshness=freshness,
         timeline=timeline,
         undated_documents={k: int(v) for k, v in undated.items()},
-        expiring_documents=_table(con, EXPIRING_SQL),
+        expiring_documents=_table(con, EXPIRING_SQL.format(own="not ")),
+        own_expiring_documents=_table(con, EXPIRING_SQL.format(own="")),
         completeness=completeness,
         completeness_buckets=buckets,
         changes=_changes(con, tables),

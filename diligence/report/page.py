@@ -176,6 +176,7 @@ def render_html(data: ReportData) -> str:
     }
     tables = {
         "expiring": _table_dict(data.expiring_documents),
+        "own-expiring": _table_dict(data.own_expiring_documents),
         "completeness": _table_dict(data.completeness),
         "answer-changes": _table_dict(changes.get("answers")),
         "document-changes": _table_dict(changes.get("documents")),

@@ -71,16 +71,16 @@ def test_models_and_checks_on_a_lake_equal_a_file_build(
         tables = [
             row[0]
             for row in con.execute(
-                "select table_name from duckdb_tables() "
-                "where database_name = 'file_wh' and schema_name = ? order by 1",
+                "select table_name from information_schema.tables "  # tables and views
+                "where table_catalog = 'file_wh' and table_schema = ? order by 1",
                 [ANALYTICS_SCHEMA],
             ).fetchall()
         ]
         lake_tables = [
             row[0]
             for row in con.execute(
-                "select table_name from duckdb_tables() "
-                "where database_name = 'lake' and schema_name = ? order by 1",
+                "select table_name from information_schema.tables "  # tables and views
+                "where table_catalog = 'lake' and table_schema = ? order by 1",
                 [ANALYTICS_SCHEMA],
             ).fetchall()
         ]

@@ -60,8 +60,9 @@ BREAKERS: dict[str, str] = {
     "document_history__valid_versions": set_value(
         "document_history", "valid_to = valid_from - interval 1 day"
     ),
-    "freshness__not_null_key": null_key("freshness", "namespace_company_id"),
-    "freshness__unique_key": duplicate("freshness"),
+    "namespaces__not_null_key": null_key("namespaces", "namespace_company_id"),
+    "namespaces__unique_key": duplicate("namespaces"),
+    "headline__one_row": "insert into analytics.headline select * from analytics.headline",
     "sync_runs__not_null_key": null_key("sync_runs", "synced_at"),
     "sync_runs__unique_key": duplicate("sync_runs"),
     "answer_changes__is_change": set_value("answer_changes", "new_answer_text = old_answer_text"),

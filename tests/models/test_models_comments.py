@@ -32,7 +32,8 @@ def test_every_analytics_table_and_column_has_a_comment(tmp_path: Path) -> None:
     build_models(path, as_of=AS_OF)
     tables = rows(
         path,
-        "select table_name, comment from duckdb_tables() where schema_name = 'analytics'",
+        "select table_name, comment from duckdb_tables() where schema_name = 'analytics' "
+        "union all select view_name, comment from duckdb_views() where schema_name = 'analytics'",
     )
     marts = mart_names()
     assert {t["table_name"] for t in tables} == marts

@@ -108,6 +108,7 @@ def test_a_removed_model_leaves_analytics_with_the_next_build(
     (project / "models" / "custom" / "extra.sql").unlink()
     forget_parse(project)  # this process parsed the project with the model in it
     result = build_models(clean_warehouse, project_dir=project)
-    tables = rows(clean_warehouse, "select table_name from duckdb_tables() where schema_name = 'analytics'")
+    tables = rows(clean_warehouse, "select table_name from information_schema.tables "
+                  "where table_schema = 'analytics'")
     assert "analytics.extra" not in result.row_counts
     assert {row["table_name"] for row in tables} == {name.split(".")[1] for name in result.row_counts}

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from diligence.analytics.models import build_models
-from diligence.report.export import REPORTS, ExportedFile, ExportError, export_reports
+from diligence.errors import WarehouseNotReadyError
+from diligence.report.export import REPORTS, ExportedFile, export_reports
 from diligence.warehouse import Warehouse
 
 from .helpers import rows, scalar
@@ -130,7 +131,7 @@ def test_export_of_empty_models(tmp_path: Path) -> None:
 
 def test_export_needs_built_models(tmp_path: Path) -> None:
     duckdb.connect(str(tmp_path / "raw-only.duckdb")).close()
-    with pytest.raises(ExportError, match="run `diligence models --warehouse .*` first"):
+    with pytest.raises(WarehouseNotReadyError, match="run `diligence models --warehouse .*` first"):
         export_of(tmp_path / "raw-only.duckdb", tmp_path / "out", "csv")
     with pytest.raises(ValueError):
         export_of(tmp_path / "raw-only.duckdb", tmp_path / "out", "xlsx")  # type: ignore[arg-type]

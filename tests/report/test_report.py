@@ -10,7 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.report.data import ReportData, ReportError, collect
+from diligence.errors import WarehouseNotReadyError
+from diligence.report.data import ReportData, collect
 from diligence.report.page import render_html
 from diligence.steps import report_step
 from diligence.warehouse import Warehouse
@@ -37,20 +38,30 @@ def test_headline_is_the_warehouse_totals(synced: Synced) -> None:
         synced.warehouse,
         """
         select (select count(distinct company_id) from analytics.connections),
-               (select count(*) from analytics.questionnaire_completeness),
-               (select count(*) from analytics.answers where is_answered),
-               (select count(*) from analytics.document_expiry where expiry_status = 'expired'),
-               (select count(*) from analytics.document_expiry where expiry_status = 'expiring'),
+               (select count(*) from analytics.questionnaire_completeness where not is_own_company),
+               (select count(*) from analytics.answers where is_answered and not is_own_company),
+               (select count(*) from analytics.document_expiry
+                where expiry_status = 'expired' and not is_own_company),
+               (select count(*) from analytics.document_expiry
+                where expiry_status = 'expiring' and not is_own_company),
+               (select count(*) from analytics.document_expiry
+                where expiry_status in ('expired', 'expiring') and is_own_company),
                (select count(*) from analytics.sync_issues)
         """,
     )
     h = data.headline
+    # the namespaces' own companies are never counted as counterparties (README: analysts
+    # filter `not is_own_company`); their documents are listed apart
     assert (
         h["counterparties"], h["questionnaires"], h["answered_fields"], h["expired"],
-        h["expiring"], h["sync_issues"],
+        h["expiring"], h["own_expired"] + h["own_expiring"], h["sync_issues"],
     ) == expected
     assert h["expired"] > 0 and h["expiring"] > 0 and h["sync_issues"] > 0
     assert len(data.expiring_documents.rows) == h["expired"] + h["expiring"]
+    assert len(data.own_expiring_documents.rows) == h["own_expired"] + h["own_expiring"]
+    names = {row[0] for row in query(synced.warehouse, "select company_name from analytics.document_expiry "
+                                      "where is_own_company")}
+    assert not names & {row[0] for row in data.expiring_documents.rows}
     assert sum(t["documents"] for t in data.timeline) + sum(data.undated_documents.values()) == h[
         "documents"
     ]
@@ -155,11 +166,12 @@ def test_text_from_the_service_cannot_inject_markup(synced: Synced, tmp_path: Pa
     assert tables["expiring"]["rows"][0][4] == "</script><script>alert(1)</script>"  # type: ignore[index]
 
 
-def test_missing_warehouse_or_models_is_a_report_error(tmp_path: Path) -> None:
-    with pytest.raises(ReportError, match="no warehouse at"):
+def test_missing_warehouse_or_models_is_not_ready(tmp_path: Path) -> None:
+    with pytest.raises(WarehouseNotReadyError, match="no warehouse at"):
         report_step(Warehouse(tmp_path / "none.duckdb"), tmp_path / "r.html")
     empty = tmp_path / "empty.duckdb"
     duckdb.connect(str(empty)).close()
-    with pytest.raises(ReportError, match="no analytics schema; run `diligence models` first"):
+    with pytest.raises(WarehouseNotReadyError,
+                       match="no analytics schema; run `diligence models --warehouse .*` first"):
         report_step(Warehouse(empty), tmp_path / "r.html")
     assert not (tmp_path / "r.html").exists()

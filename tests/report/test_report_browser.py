@@ -88,10 +88,12 @@ def test_totals_shown_are_the_warehouse_totals(synced: Synced, rendered: tuple[s
         synced.warehouse,
         """
         select (select count(distinct company_id) from analytics.connections),
-               (select count(*) from analytics.questionnaire_completeness),
-               (select count(*) from analytics.answers where is_answered),
-               (select count(*) from analytics.document_expiry where expiry_status = 'expired'),
-               (select count(*) from analytics.document_expiry where expiry_status = 'expiring'),
+               (select count(*) from analytics.questionnaire_completeness where not is_own_company),
+               (select count(*) from analytics.answers where is_answered and not is_own_company),
+               (select count(*) from analytics.document_expiry
+                where expiry_status = 'expired' and not is_own_company),
+               (select count(*) from analytics.document_expiry
+                where expiry_status = 'expiring' and not is_own_company),
                (select count(*) from analytics.sync_issues)
         """,
     )
@@ -104,7 +106,7 @@ def test_tables_were_built_by_the_script(synced: Synced, rendered: tuple[str, El
     dom, page = rendered
     expected = {
         "expiring": "select count(*) from analytics.document_expiry "
-        "where expiry_status in ('expired', 'expiring')",
+        "where expiry_status in ('expired', 'expiring') and not is_own_company",
         "completeness": "select count(distinct company_id) from analytics.questionnaire_completeness "
         "where company_id <> namespace_company_id",
         "issues": "select count(*) from analytics.sync_issues",

@@ -45,7 +45,7 @@ def test_warehouse_without_analytics_is_one_clear_line(tmp_path: Path) -> None:
     result = run(["report", "--warehouse", str(bare)], tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        f"error: {bare} has no analytics schema; run `diligence models` first"
+        f"error: {bare} has no analytics schema; run `diligence models --warehouse {bare}` first"
     )
     assert not (tmp_path / "reports").exists()
 

@@ -18,7 +18,7 @@ companies as (
 ),
 
 freshness as (
-    select * from {{ ref('freshness') }}
+    select * from {{ ref('namespaces') }}
 ),
 
 current_answers as (

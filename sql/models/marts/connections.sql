@@ -15,7 +15,7 @@ companies as (
 ),
 
 freshness as (
-    select * from {{ ref('freshness') }}
+    select * from {{ ref('namespaces') }}
 ),
 
 final as (

@@ -24,7 +24,7 @@ runs as (
 ),
 
 freshness as (
-    select * from {{ ref('freshness') }}
+    select * from {{ ref('namespaces') }}
 ),
 
 namespaces as (

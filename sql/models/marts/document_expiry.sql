@@ -25,7 +25,7 @@ companies as (
 ),
 
 freshness as (
-    select * from {{ ref('freshness') }}
+    select * from {{ ref('namespaces') }}
 ),
 
 parameters as (

@@ -1,62 +1,33 @@
--- analytics.freshness
+-- analytics.freshness (a view: its clock is the reader's)
 -- Grain: one row per namespace that has at least one sync run recorded.
 -- Key: namespace_company_id.
--- How fresh the analytics tables are for each namespace: the current rows of a namespace
--- are exactly as fresh as its last successful sync (last_success_at), which is also the
--- synced_at of every current row of that namespace. A later failed sync leaves them as
--- they were (last_status = 'failed').
--- Build parameter: as_of (the build time unless given), for hours_since_last_success.
+-- analytics.namespaces with the age of each namespace's last successful sync, computed
+-- when the view is read (in the warehouse, the analysts' copy or a lake), never frozen
+-- at the build.
+{{ config(materialized='view') }}
+
 with
 
-runs as (
-    select * from {{ ref('stg_sync_runs') }}
-),
-
-companies as (
-    select * from {{ ref('stg_companies') }}
-),
-
-parameters as (
-    select {{ as_of() }} as as_of
-),
-
-per_namespace as (
-    select
-        namespace_company_id,
-        arg_max(sync_id, synced_at) as last_sync_id,
-        max(synced_at) as last_synced_at,
-        arg_max(status, synced_at) as last_status,
-        arg_max(error_message, synced_at) as last_error_message,
-        max(synced_at) filter (where status = 'success') as last_success_at,
-        max(synced_at) filter (where status <> 'success') as last_failure_at,
-        count(*) filter (where status = 'success') as successful_sync_count,
-        count(*) filter (where status <> 'success') as failed_sync_count
-    from runs
-    where namespace_company_id is not null
-    group by namespace_company_id
+namespaces as (
+    select * from {{ ref('namespaces') }}
 ),
 
 final as (
     select
-        per_namespace.namespace_company_id,
-        companies.company_name as namespace_name,
-        per_namespace.last_sync_id,
-        per_namespace.last_synced_at,
-        per_namespace.last_status,
-        per_namespace.last_error_message,
-        per_namespace.last_success_at,
-        per_namespace.last_failure_at,
-        cast(per_namespace.successful_sync_count as integer) as successful_sync_count,
-        cast(per_namespace.failed_sync_count as integer) as failed_sync_count,
-        round(
-            (epoch(parameters.as_of) - epoch(per_namespace.last_success_at)) / 3600.0, 2
-        ) as hours_since_last_success,
-        parameters.as_of as evaluated_at
-    from per_namespace
-    cross join parameters
-    left join companies
-        on companies.namespace_company_id = per_namespace.namespace_company_id
-        and companies.company_id = per_namespace.namespace_company_id
+        namespace_company_id,
+        namespace_name,
+        last_sync_id,
+        last_synced_at,
+        last_status,
+        last_error_message,
+        last_success_at,
+        last_failure_at,
+        successful_sync_count,
+        failed_sync_count,
+        round((epoch(current_timestamp) - epoch(last_success_at)) / 3600.0, 2)
+            as hours_since_last_success,
+        current_timestamp as evaluated_at
+    from namespaces
 )
 
 select * from final

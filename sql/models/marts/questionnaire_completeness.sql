@@ -20,7 +20,7 @@ answers as (
 ),
 
 freshness as (
-    select * from {{ ref('freshness') }}
+    select * from {{ ref('namespaces') }}
 ),
 
 field_counts as (

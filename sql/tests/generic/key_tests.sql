@@ -13,3 +13,10 @@ select *
 from {{ model }}
 where {% for column in columns %}{{ column }} is null{{ " or " if not loop.last }}{% endfor %}
 {% endtest %}
+
+{#- one_row(): the model has exactly one row; the offending row says how many it has. -#}
+{% test one_row(model) %}
+select count(*) as row_count
+from {{ model }}
+having count(*) <> 1
+{% endtest %}
