@@ -31,6 +31,7 @@ from pathlib import Path
 
 __all__ = [
     "DEFAULT_WAREHOUSE",
+    "DEMO_WAREHOUSE",
     "DEFAULT_REPORTS_DIR",
     "DEFAULT_EXPIRING_WITHIN_DAYS",
     "DEFAULT_CRON",
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 DEFAULT_WAREHOUSE = Path("data/warehouse.duckdb")
+#: Where `diligence demo` syncs the sandbox (kept apart from the user's own warehouse).
+DEMO_WAREHOUSE = Path("data/demo.duckdb")
 DEFAULT_REPORTS_DIR = Path("reports")
 DEFAULT_EXPIRING_WITHIN_DAYS = 30
 DEFAULT_CRON = "0 6 * * *"

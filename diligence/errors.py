@@ -16,6 +16,8 @@ The tree (``transient``: may the same step succeed if retried?)::
     │                               access lost since an earlier sync)
     ├── WarehouseBusyError          another writer holds the warehouse (the writer lock or
     │                               an open DuckDB session); transient
+    ├── WarehouseNotReadyError      no warehouse yet, or no models yet: the message names the
+    │                               command to run first (exit code 2)
     ├── WarehouseLocationError      a warehouse location (DuckDB file or DuckLake URI) or
     │                               its data path cannot be used (diligence.warehouse.location)
     ├── WarehouseFormatError        a warehouse file this DuckDB cannot read, or a failed
@@ -51,6 +53,7 @@ __all__ = [
     "SyncError",
     "SettingsError",
     "WarehouseBusyError",
+    "WarehouseNotReadyError",
     "NamespaceSyncError",
     "UnknownNamespaceError",
     "error_chain",
@@ -64,10 +67,13 @@ class DiligenceError(Exception):
     """Base of every error diligence/ raises on purpose.
 
     `transient` says whether another attempt of the same step may succeed; subclasses
-    set a default, and an instance may override it.
+    set a default, and an instance may override it. `exit_code` is the CLI's exit code
+    for it, the same on every command: 1 (the work failed), 2 (the command cannot run as
+    given: a usage error, or a warehouse not ready for it yet).
     """
 
     transient: bool = False
+    exit_code: int = 1
 
     def __init__(self, message: str = "", *, transient: bool | None = None) -> None:
         super().__init__(message)
@@ -85,6 +91,15 @@ class SettingsError(DiligenceError):
     """A setting is missing or invalid."""
 
     transient = False
+
+
+class WarehouseNotReadyError(DiligenceError):
+    """The warehouse is not ready for the command yet: it does not exist (run
+    ``diligence sync``) or has no models (run ``diligence models``). The message names
+    the command to run first."""
+
+    transient = False
+    exit_code = 2
 
 
 class WarehouseBusyError(DiligenceError):

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .attempts import record_failed_attempt
 from .config import csv_raw as configured_csv_raw
 from .config import expiring_within_days as configured_expiry
-from .errors import SyncError
+from .errors import SyncError, WarehouseNotReadyError
 from .warehouse import DEFAULT_WAREHOUSE, Warehouse
 
 if TYPE_CHECKING:
@@ -138,14 +138,15 @@ def export_step(
 
 def report_step(warehouse: Warehouse, out_file: Path) -> ReportResult:
     """Write the HTML report of the warehouse to `out_file`; raises
-    :class:`~diligence.report.page.ReportError` when there is no warehouse or no models yet."""
+    :class:`~diligence.errors.WarehouseNotReadyError` when there is no warehouse or no
+    models yet, :class:`~diligence.report.page.ReportError` when it cannot be opened."""
     # start-up: DuckDB, altair and jinja2 load when a report is written, not with the CLI
     import duckdb
 
     from .report.page import ReportError, write_report
 
     if warehouse.path is not None and not warehouse.path.exists():
-        raise ReportError(f"no warehouse at {warehouse.path}; run `diligence sync` first")
+        raise WarehouseNotReadyError(f"no warehouse at {warehouse.path}; run `diligence sync` first")
     with contextlib.ExitStack() as stack:
         try:
             con = stack.enter_context(warehouse.session(read_only=not warehouse.locked, memory_limit=None))

@@ -29,8 +29,9 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.markup import escape
 
+from ..config import DEMO_WAREHOUSE
 from ..config import expiring_within_days as configured_expiry
-from ..errors import DiligenceError, raised_on_purpose
+from ..errors import DiligenceError, WarehouseNotReadyError, raised_on_purpose
 from ..logs import LazySecrets, configure_logging, mask_secrets
 from ..memory import bound_process_memory
 from ..safe_text import console_text, terminal_text
@@ -77,11 +78,12 @@ DataPathOption = Annotated[
 ]
 
 
-# Exit codes (CONTRACT.md: 0 on success, non-zero on failure), by root, all in
-# `handle_errors`: a CommandError exits with its own code (EXIT_USAGE: the command line
-# cannot work); every other error raised on purpose, of either root (our DiligenceError,
-# the client's SourceError: see diligence.errors), is EXIT_FAILED and prints its message;
-# anything else is a bug: EXIT_FAILED, its class name and a hint to run with --debug.
+# Exit codes (CONTRACT.md: 0 on success, non-zero on failure), all in `handle_errors`,
+# one per kind of error whatever the command: our errors carry theirs (`exit_code`:
+# EXIT_USAGE when the command cannot run as given, a bad option or a warehouse not ready
+# for it yet; EXIT_FAILED when the work failed); the client's (SourceError, see
+# diligence.errors) are EXIT_FAILED; each prints its message. Anything else is a bug:
+# EXIT_FAILED, its class name and a hint to run with --debug.
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -98,7 +100,14 @@ def _require_data(owner: Warehouse, *, writing: bool = False) -> None:
 
         check_location(owner.location)
     if not owner.exists():
-        raise CommandError(f"no warehouse at {owner.display()}; run `diligence sync` first", EXIT_USAGE)
+        raise _no_warehouse(owner)
+
+
+def _no_warehouse(owner: Warehouse) -> WarehouseNotReadyError:
+    hint = ""
+    if owner.path == DEFAULT_WAREHOUSE and DEMO_WAREHOUSE.exists():
+        hint = f" (`diligence demo` wrote {DEMO_WAREHOUSE}: pass --warehouse {DEMO_WAREHOUSE})"
+    return WarehouseNotReadyError(f"no warehouse at {owner.display()}; run `diligence sync` first{hint}")
 
 
 class CommandError(DiligenceError):
@@ -106,7 +115,7 @@ class CommandError(DiligenceError):
 
     def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
         super().__init__(message)
-        self.code = code
+        self.exit_code = code
 
 
 def _quiet() -> bool:
@@ -159,7 +168,7 @@ def handle_errors(func: F) -> F:
             raise
         except CommandError as exc:
             error_line(str(exc))
-            raise typer.Exit(exc.code) from None
+            raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             err.print("interrupted")
             raise typer.Exit(EXIT_INTERRUPTED) from None
@@ -172,7 +181,7 @@ def handle_errors(func: F) -> F:
             error_line(text)
             if not known:
                 err.print("run with --debug for the traceback", style="dim", highlight=False)
-            raise typer.Exit(EXIT_FAILED) from None
+            raise typer.Exit(exc.exit_code if isinstance(exc, DiligenceError) else EXIT_FAILED) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -670,7 +679,7 @@ def sandbox(
 @handle_errors
 def demo(
     scale: Annotated[str, typer.Option(help="Sandbox data size: small, medium or large.")] = "small",
-    warehouse: Annotated[Path, typer.Option(help="Warehouse of the demo.")] = Path("data/demo.duckdb"),
+    warehouse: Annotated[Path, typer.Option(help="Warehouse of the demo.")] = DEMO_WAREHOUSE,
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = Path("reports"),
 ) -> None:
     """The whole job on the built-in sandbox: sandbox + sync + models + checks + export.
@@ -712,7 +721,7 @@ def status(
     if data["state"] == "missing" and not data["failed_attempts"] and not data["resumable"]:
         if as_json:
             out.print(json.dumps(data), highlight=False, markup=False, soft_wrap=True)
-        raise CommandError(f"no warehouse at {owner.display()}; run `diligence sync` first", EXIT_USAGE)
+        raise _no_warehouse(owner)
     if as_json:
         out.print(json.dumps(data), highlight=False, markup=False, soft_wrap=True)
     else:
@@ -735,15 +744,12 @@ def report(
     counterparty, what changed since the previous sync and open sync issues.
     """
     # start-up: DuckDB, altair and jinja2 load when the command runs
-    from ..report.page import ReportError
     from ..steps import report_step
 
     owner = _warehouse(warehouse, data_path)
-    try:
-        result = report_step(owner, out_file)
-    except ReportError as exc:  # one line, however long the path
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_USAGE) from None
+    if not owner.exists():
+        raise _no_warehouse(owner)
+    result = report_step(owner, out_file)
     out.print(f"report: {result.path}  ({result.bytes / 1e6:.1f} MB)", highlight=False)
 
 

@@ -29,7 +29,7 @@ from typing import Literal
 
 import duckdb
 
-from ..errors import DiligenceError
+from ..errors import DiligenceError, WarehouseNotReadyError
 from ..warehouse.filemodes import make_dirs, protect
 from ..warehouse.sql import sql_identifier, sql_string
 
@@ -96,7 +96,7 @@ def _export_all(
     con.execute("set TimeZone = 'UTC'")
     missing = [report for report in REPORTS if not _table_exists(con, report)]
     if missing:
-        raise ExportError(
+        raise WarehouseNotReadyError(
             f"no analytics tables yet ({', '.join(missing)} missing): run `{models_command}` first"
         )
     for report, order_by in REPORTS.items():

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import DEFAULT_WAREHOUSE, configured
 from ..errors import WarehouseBusyError
 from .filemodes import make_dirs
-from .location import WarehouseLocation, is_lake_uri, parse_location
+from .location import WarehouseLocation, WarehouseLocationError, is_lake_uri, parse_location
 from .lock import process_alive, protect_outputs, writer_lock
 from .migrate import require_readable
 from .paths import pipelines_dir_of, published_path, wal_of
@@ -239,6 +239,11 @@ class Warehouse:
         self.location = location
         #: the DuckDB file; None for a lake
         self.path: Path | None = location.path.expanduser() if location.path else None
+        if self.path is not None and self.path.is_dir():
+            raise WarehouseLocationError(
+                f"the warehouse {self.path} is a folder: name a DuckDB file, "
+                f"e.g. {self.path / DEFAULT_WAREHOUSE.name}"
+            )
         self._pipelines_root = pipelines_root
         self._pipelines: dict[str | None, SupportsPipeline] = {}
         #: the session connection the file's pipeline loads through (None: its own)

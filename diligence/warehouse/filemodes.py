@@ -63,11 +63,13 @@ def make_dirs(folder: Path, *, own: bool = False) -> Path:
 
 
 def protect(*paths: Path) -> None:
-    """Give each existing file the file mode (a folder the folder mode)."""
-    current = modes()
+    """Give each existing file the file mode. A folder is left as it is: only
+    :func:`make_dirs` sets folders' modes (those it creates, and the project's own)."""
+    mode = modes().file
     for path in paths:
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(path, current.folder if Path(path).is_dir() else current.file)
+        if not Path(path).is_dir():
+            with contextlib.suppress(FileNotFoundError):
+                os.chmod(path, mode)
 
 
 def protect_tree(root: Path) -> None:

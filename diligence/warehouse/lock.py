@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..errors import WarehouseBusyError
 from .filemodes import make_dirs, protect, protect_tree
+from .location import WarehouseLocationError
 from .paths import pipelines_dir_of, published_path, wal_of
 
 __all__ = ["lock_holder", "lock_path", "process_alive", "protect_outputs", "writer_lock"]
@@ -143,11 +144,18 @@ def _flock(warehouse: Path, wait_seconds: float) -> Iterator[None]:
     it finds, once it has the lock, that the path no longer names its file, and takes
     the lock again on the new one.
     """
-    make_dirs(warehouse.parent)
     lock_file = lock_path(warehouse)
     deadline = time.monotonic() + wait_seconds
     while True:
-        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            make_dirs(warehouse.parent)
+            fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:  # a read-only or foreign folder: one line naming it
+            reason = (exc.strerror or type(exc).__name__).lower()
+            raise WarehouseLocationError(
+                f"cannot write the warehouse {warehouse} in {warehouse.parent}: {reason}; "
+                "choose a folder you may write (--warehouse, [warehouse] location)"
+            ) from None
         try:
             _acquire(fd, warehouse, deadline)
         except BaseException:

@@ -66,6 +66,12 @@ class CertificateError(httpx.ConnectError):
 def map_error(exc: BaseException) -> httpx.TransportError:
     """The httpx exception for an aiohttp (or asyncio timeout) exception."""
     message = str(exc) or type(exc).__name__
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        # aiohttp's own text carries the repr of the TLS context ("ssl:<ssl.SSLContext
+        # object at 0x...>"): say which host could not be reached, and why
+        cause = exc.certificate_error if isinstance(exc, aiohttp.ClientConnectorCertificateError) else exc.os_error
+        reason = getattr(cause, "strerror", None) or str(cause) or type(cause).__name__
+        message = f"cannot connect to {exc.host}:{exc.port}: {reason}"
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
         errno = getattr(exc.os_error, "errno", None)
         kind: type[httpx.TransportError] = (
