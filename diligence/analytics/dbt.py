@@ -187,6 +187,29 @@ def profile_yaml(location: WarehouseLocation) -> str:
     return text
 
 
+def merge_profile(path: Path, location: WarehouseLocation) -> Path:
+    """Write the profile of :func:`profile_yaml` into the ``profiles.yml`` at `path`: the
+    ``diligence`` profile is added or replaced, every other profile is kept as it was.
+    Raises :class:`DbtError` when the existing file is not a YAML mapping of profiles."""
+    from ..warehouse.filemodes import write_text_atomically
+
+    path = Path(path).expanduser()
+    profiles: dict[str, Any] = {}
+    if path.exists():
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise DbtError(f"{path} is not YAML ({_first_line(exc)}); nothing was written") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise DbtError(f"{path} does not hold dbt profiles (a mapping); nothing was written")
+        profiles = loaded or {}
+    profiles.update(yaml.safe_load(profile_yaml(location)))
+    text = yaml.safe_dump(profiles, sort_keys=False, default_flow_style=False)
+    if location.is_lake:
+        text = "# the catalog's password: set PGPASSWORD (never in this file)\n" + text
+    return write_text_atomically(path, text)
+
+
 def invoke(
     command: Sequence[str],
     location: WarehouseLocation,

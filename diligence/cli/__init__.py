@@ -508,14 +508,26 @@ def models(
 
 @app.command("dbt-profile")
 @handle_errors
-def dbt_profile(warehouse: WarehouseOption = None, data_path: DataPathOption = None) -> None:
+def dbt_profile(
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Add (or replace) the `diligence` profile in this "
+                     "profiles.yml, keeping its other profiles, instead of printing it."),
+    ] = None,
+) -> None:
     """Print a dbt profiles.yml for the warehouse in use, for your own dbt runs in sql/
-    (`cd sql && dbt build --select custom`). It holds no password: a lake's catalog
-    password comes from PGPASSWORD."""
-    from ..analytics.dbt import profile_yaml  # start-up: dbt loads when a command runs
+    (`cd sql && dbt build --select custom`), or merge it into one with --out. It holds no
+    password: a lake's catalog password comes from PGPASSWORD."""
+    # start-up: dbt loads when a command runs
+    from ..analytics.dbt import merge_profile, profile_yaml
 
     owner = _warehouse(warehouse, data_path)
-    sys.stdout.write(profile_yaml(owner.location))
+    if out_file is None:
+        sys.stdout.write(profile_yaml(owner.location))
+        return
+    _say(f"profile `diligence` written into {merge_profile(out_file, owner.location)}")
 
 
 @app.command()

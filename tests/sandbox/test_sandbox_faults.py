@@ -158,10 +158,20 @@ def test_latency_and_jitter(fapi: Api, fns: str) -> None:
     assert sum(elapsed) < 8 * 0.1 + 0.5
 
 
+def _until_nothing_in_flight(api: Api, seconds: float = 10.0) -> None:
+    """Wait until the sandbox has finished every request it got: one a client gave up on
+    is still counted when its handler ends (a later test's counters must not see it)."""
+    deadline = time.monotonic() + seconds
+    while api.server.app.stats.in_flight:
+        assert time.monotonic() < deadline, "a request is still in flight"
+        time.sleep(0.01)
+
+
 def test_slow_spikes_trigger_client_timeouts(fapi: Api, fns: str) -> None:
     fapi.server.faults.update({"slow_rate": 1.0, "slow_ms": 500})
     with pytest.raises(httpx.ReadTimeout):
         fapi.client.get("/api/companies/connections", headers=fapi.headers(fns), timeout=0.2)
+    _until_nothing_in_flight(fapi)  # the sandbox still answers the abandoned request
 
 
 def test_faults_admin_route_reads_and_validates(fapi: Api) -> None:
@@ -183,6 +193,7 @@ def test_token_lifetime_switch(fapi: Api) -> None:
 
 
 def test_stats_count_by_endpoint_and_status(fapi: Api, fns: str) -> None:
+    _until_nothing_in_flight(fapi)  # an earlier test's request, given up on, is not counted here
     fapi.admin("stats/reset", {})
     fapi.get("/api/companies/connections", ns=fns)
     fapi.get(f"/api/companies/{fns}", ns=fns)
