@@ -22,7 +22,7 @@ download.
 
 Start-up: importing dbt takes about 2 s and parsing the project about 3 s. The parse is
 kept in ``sql/target/diligence-<target>/`` (dbt's partial parsing: about 1 s when nothing
-changed); it is made with one fixed profile, since dbt discards it when the profile's
+changed; in the user's cache for a package installed read-only, see :func:`parse_root`); it is made with one fixed profile, since dbt discards it when the profile's
 values change (the warehouse's path would), and within one process the parsed manifest
 is reused for every invocation. A sync does both in a background thread while it waits
 on the service (:func:`prepare`, through :func:`diligence.analytics.warm_up`).
@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 import tempfile
 import threading
@@ -326,7 +327,7 @@ def _manifest(project_dir: Path, target: str) -> Any:
     key = (str(project_dir), target)
     if key not in _manifests:
         fixed = profile(PARSE_LOCATION, targets=(target,), default_target=target)
-        parse_dir = project_dir / "target" / f"diligence-{target}"
+        parse_dir = parse_root(project_dir) / f"diligence-{target}"
         with _checkout_lock(project_dir), _profiles_dir(fixed) as parse_profiles:
             parsed = dbtRunner().invoke(
                 ["parse", *_common_args(project_dir, target, parse_profiles, parse_dir)])
@@ -352,6 +353,18 @@ def _common_args(project_dir: Path, target: str, profiles_dir: Path, target_dir:
         "--no-use-colors",
         "--no-write-json",
     ]
+
+
+def parse_root(project_dir: Path = PROJECT_DIR) -> Path:
+    """Where the parses of `project_dir` are kept: its ``target/`` (a checkout, or a
+    package installed where its user may write), else a folder of the user's cache, for
+    a package installed read-only (``$XDG_CACHE_HOME/diligence/dbt-<hash of the path>``)."""
+    target = project_dir / "target"
+    if os.access(target if target.exists() else project_dir, os.W_OK):
+        return target
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(str(project_dir.resolve()).encode()).hexdigest()[:12]
+    return cache / "diligence" / f"dbt-{digest}"
 
 
 def forget_parse(project_dir: Path = PROJECT_DIR) -> None:
@@ -406,7 +419,7 @@ def _profiles_dir(content: dict[str, Any]) -> Iterator[Path]:
 def _checkout_lock(project_dir: Path) -> Iterator[None]:
     """The checkout's parse folders to this process alone (a parse reads and rewrites
     dbt's partial-parse file)."""
-    lock_path = project_dir / "target" / ".diligence.lock"
+    lock_path = parse_root(project_dir) / ".diligence.lock"
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
