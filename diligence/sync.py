@@ -10,35 +10,33 @@
       load A (one dlt run, merges scoped to A) ... load B ...──────┘
       record C as failed (sync_runs, sync_issues); its data and history stay
 
-The fetch starts first. Loads run one at a time in the calling thread (DuckDB has one
-writer and dlt's pipeline runs are serialized) while the fetch goes on in the
-background; request slots go to the first namespace first, so namespaces complete one
-after another and only the last one's load comes after the last response. While the
-fetch runs, a load runs dlt's jobs one at a time (the cores are the fetch's); the load
-that follows the last response runs them side by side when the namespace is small. A file
-warehouse is opened once, when the first namespace is complete, and every load goes
-through that connection; its WAL is written into the file while the loader would
-otherwise wait for the fetch. A namespace is committed by its own dlt run, so it is in
-the warehouse whatever happens to the others later. The CLI (`diligence sync`), the
-demo and the Prefect flow all reach
-:func:`run_sync` through :mod:`diligence.steps`.
+The warehouse is held from the start (a file is opened once, and every load goes
+through that connection), then the fetch starts. Loads run one at a time in the calling
+thread (DuckDB has one writer and dlt's pipeline runs are serialized) while the fetch
+goes on in the background; request slots go to the first namespace first, so namespaces
+complete one after another and only the last one's load comes after the last response.
+A namespace commits whole or not at all: its dlt run's jobs run one at a time in one
+transaction (:meth:`~diligence.warehouse.Warehouse.load`), so a kill, a full disk or a failed job leaves the
+warehouse as it was, and it is in the warehouse whatever happens to the others later.
+A file's WAL is written into it while the loader would otherwise wait for the fetch.
+The CLI (`diligence sync`), the demo and the Prefect flow all reach :func:`run_sync`
+through :mod:`diligence.steps`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import dlt
 from dlt.common.configuration.exceptions import ConfigFieldMissingException
-from dlt.load.configuration import LoaderConfiguration
 
 from pipelines.company_connections import (
     NamespaceSnapshot,
@@ -52,13 +50,8 @@ from pipelines.company_connections import (
 from .errors import SyncError, raised_on_purpose
 from .memory import bound_process_memory
 from .resume import plan_resume
-from .warehouse import (
-    LOAD_MEMORY_LIMIT,
-    SIDE_BY_SIDE_LOAD_BYTES,
-    SYNC_KEEP_WAL_BYTES,
-    Warehouse,
-)
-from .warehouse.lake import load_retrying
+from .warehouse import LOAD_MEMORY_LIMIT, SYNC_KEEP_WAL_BYTES, Warehouse
+from .warehouse.lock import mark_creating
 
 log = logging.getLogger("diligence.sync")
 
@@ -207,26 +200,11 @@ def _outcome(
     )
 
 
-def _prepare(owner: Warehouse, namespace: str | None, prepared: set[str | None]) -> Any:
-    """The dlt pipeline a namespace loads through (the file's one, or on a lake the
-    namespace's own), with no unfinished load of an earlier sync left in it."""
-    key = None if owner.path is not None else namespace
-    pipeline = owner.pipeline(namespace)
-    if key not in prepared:
-        prepared.add(key)
-        if pipeline.has_pending_data:
-            # Left by a sync that died mid-way. This sync reads a complete, newer
-            # snapshot, which supersedes it; loading the old package first would make
-            # dlt skip the new data (it loads pending packages *instead of* extracting).
-            log.warning("discarding the unfinished load of an interrupted sync")
-            pipeline.drop_pending_packages()
-    return pipeline
-
-
 def _loading(owner: Warehouse) -> contextlib.AbstractContextManager[Any]:
-    """A file is opened once for the whole sync and every namespace's dlt run loads
-    through that connection (a lake's runs load through the session that
-    :meth:`Warehouse.writing` keeps for the step).
+    """A file is opened once, when the sync starts, and held to its end: every
+    namespace's dlt run loads through that connection, in a transaction of its own (a
+    lake's runs load through the session that :meth:`Warehouse.writing` keeps for the
+    step).
 
     Each load is durable at its commit (DuckDB's WAL). Writing the WAL into the file (a
     checkpoint, ~0.2 s per namespace of the `medium` profile) is done while the fetch
@@ -239,47 +217,25 @@ def _loading(owner: Warehouse) -> contextlib.AbstractContextManager[Any]:
     return owner.session(memory_limit=LOAD_MEMORY_LIMIT, threads=None, keep_wal_up_to=SYNC_KEEP_WAL_BYTES)
 
 
-@contextlib.contextmanager
-def _load_jobs_one_at_a_time() -> Iterator[None]:
-    """dlt's load jobs run one after another instead of side by side (``load.workers``
-    is 1 for the duration), so that their DuckDB memory is not needed all at once."""
-    previous = dlt.config.get("load.workers")
-    dlt.config["load.workers"] = 1
+def _commit(owner: Warehouse, result: Any, source: Callable[[], Any]) -> Any:
+    """Load one namespace's result (its snapshot, or a failure's run log) whole or not at
+    all (:meth:`Warehouse.load`); then its staged files and, once committed, its journal
+    go."""
     try:
-        yield
+        info = owner.load(source, result.namespace_company_id if owner.is_lake else None)
+    except Exception as exc:  # noqa: BLE001
+        raise SyncError(
+            f"loading namespace {result.namespace_company_id} into {owner.display()} failed: "
+            f"{_describe(exc)}"
+        ) from exc
     finally:
-        dlt.config["load.workers"] = previous if previous is not None else LoaderConfiguration.workers
-
-
-def _jobs_side_by_side(result: Any, after_fetch: bool) -> bool:
-    """Whether a namespace's load jobs run side by side (dlt's default): only once the
-    fetch is over (its load is then all that is left of the sync; while the fetch runs,
-    the loads leave the cores to it), and only when its rows take at most
-    SIDE_BY_SIDE_LOAD_BYTES in memory."""
-    staged = getattr(result, "staged_bytes", None)
-    return after_fetch and staged is not None and staged <= SIDE_BY_SIDE_LOAD_BYTES
-
-
-def _load(
-    owner: Warehouse, namespace: str, data: Any, prepared: set[str | None], *, side_by_side: bool = False
-) -> Any:
-    """One namespace's dlt run: into the file's pipeline, or into the lake through the
-    namespace's own pipeline, retrying transient commit conflicts with other writers.
-
-    Into a file, dlt's load jobs run one at a time: side by side, their DuckDB memory
-    is needed at once, and under LOAD_MEMORY_LIMIT the jobs of a `large` namespace
-    (15,000 rows) already ran out of it. dlt retries such a job, and a merge retried
-    after it had partly run duplicated rows. One job at a time fits at 150,000 rows.
-    With `side_by_side` (see :func:`_jobs_side_by_side`) they run side by side, as dlt
-    does by default: one job's DuckDB work overlaps another's Python, which takes
-    0.06-0.09 s off the load of a `medium` namespace.
-    """
-    pipeline = _prepare(owner, namespace, prepared)
-    if owner.path is not None:
-        jobs = contextlib.nullcontext() if side_by_side else _load_jobs_one_at_a_time()
-        with jobs:
-            return pipeline.run(data, loader_file_format="parquet")
-    return load_retrying(pipeline, data, loader_file_format="parquet")
+        folder = getattr(result, "folder", None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    journal = getattr(result, "journal", None)
+    if journal is not None:  # committed: nothing left to resume
+        journal.unlink(missing_ok=True)
+    return info
 
 
 def run_sync(
@@ -324,70 +280,52 @@ def run_sync(
     fetched = started
 
     with owner.writing(wait_seconds=wait_seconds):
-        prepared: set[str | None] = set()
         staging = owner.staging_dir(sync_id)
+        created = owner.path is not None and not owner.path.exists()
+        if created:
+            mark_creating(owner.path)  # `diligence status` says so meanwhile
         try:
-            plan = plan_resume(owner, settings, sync_id=sync_id, started_at=synced_at,
-                               resources=resources, restart=restart)
-            skipped = plan.skip
-            # The fetch starts first. The file is opened (created, for a new warehouse)
-            # and dlt's pipeline prepared when the first namespace is complete, while the
-            # others are still read: a sync refused at login leaves no file behind.
-            with stream_namespaces(
-                settings,
-                staging_dir=staging,
-                known_namespaces=owner.synced_namespaces(),
-                progress=progress,
-                synced_at=synced_at,
-                on_stats=lambda client_stats: stats.update(client_stats.as_dict()),
-                budget=budget(settings) if budget is not None else None,
-                journals=plan.journals,
-                skip=plan.skip,
-            ) as stream, contextlib.ExitStack() as loading:
-                opened = False
-                for result in stream:
-                    if not opened:
-                        loading.enter_context(_loading(owner))
-                        opened = True
-                    fetched = time.perf_counter()
-                    ns = result.namespace_company_id
-                    began = time.perf_counter()
-                    try:
-                        load_info.append(
-                            _load(
-                                owner,
-                                ns,
-                                company_connections(result, sync_id, synced_at, resources),
-                                prepared,
-                                side_by_side=_jobs_side_by_side(result, stream.read_all),
-                            )
-                        )
-                    except Exception as exc:  # noqa: BLE001
-                        raise SyncError(
-                            f"loading namespace {ns} into {owner.display()} failed: {_describe(exc)}"
-                        ) from exc
-                    finally:
-                        folder = getattr(result, "folder", None)
-                        if folder is not None:
-                            shutil.rmtree(folder, ignore_errors=True)
-                    journal = getattr(result, "journal", None)
-                    if journal is not None:  # committed: nothing left to resume
-                        journal.unlink(missing_ok=True)
-                    loaded_at = datetime.now(timezone.utc) if result.__class__.__name__ == "NamespaceSnapshot" else None
-                    outcome = _outcome(result, loaded_at, time.perf_counter() - began, resources)
-                    outcomes.append(outcome)
-                    if outcome.status == "success":
-                        log.info("namespace %s loaded: %d rows", ns, outcome.rows)
-                    if on_namespace is not None:
-                        on_namespace(outcome)
-                    if stream.fetching:
-                        owner.checkpoint()  # nothing to load yet: the wait hides it
+            # The file is held from here to the end of the sync (created, for a new
+            # warehouse): a reader that comes mid-fetch is told who writes it, or waits,
+            # and never takes the file from under the sync's first load.
+            with _loading(owner):
+                plan = plan_resume(owner, settings, sync_id=sync_id, started_at=synced_at,
+                                   resources=resources, restart=restart)
+                skipped = plan.skip
+                with stream_namespaces(
+                    settings,
+                    staging_dir=staging,
+                    known_namespaces=owner.synced_namespaces(),
+                    progress=progress,
+                    synced_at=synced_at,
+                    on_stats=lambda client_stats: stats.update(client_stats.as_dict()),
+                    budget=budget(settings) if budget is not None else None,
+                    journals=plan.journals,
+                    skip=plan.skip,
+                ) as stream:
+                    for result in stream:
+                        fetched = time.perf_counter()
+                        began = time.perf_counter()
+                        load_info.append(_commit(owner, result, functools.partial(
+                            company_connections, result, sync_id, synced_at, resources)))
+                        outcome = _outcome(result, datetime.now(timezone.utc),
+                                           time.perf_counter() - began, resources)
+                        outcomes.append(outcome)
+                        if outcome.status == "success":
+                            log.info("namespace %s loaded: %d rows", outcome.namespace_company_id,
+                                     outcome.rows)
+                        if on_namespace is not None:
+                            on_namespace(outcome)
+                        if stream.fetching:
+                            owner.checkpoint()  # nothing to load yet: the wait hides it
         except SyncError:
             raise
         except Exception as exc:  # noqa: BLE001 - turned into one clear line
             raise SyncError(_describe(exc)) from exc
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            if created and not outcomes:  # a sync refused at login leaves no file behind
+                owner.remove_empty_file()
     finished = time.perf_counter()
 
     result = SyncResult(

@@ -32,7 +32,7 @@ import duckdb
 from ..errors import DiligenceError
 from ..warehouse import Warehouse
 from ..warehouse.location import WarehouseLocation
-from ..warehouse.sql import sql_identifier, sql_string
+from ..warehouse.sql import sql_identifier, sql_string, transaction
 from .checks import CheckResult, check_results
 from .dbt import (
     ANALYTICS_SCHEMA,
@@ -154,20 +154,6 @@ def build_models(
         seconds=time.perf_counter() - started,
         checks=checks,
     )
-
-
-@contextlib.contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """The block's statements in one transaction of `con`: committed at its end, rolled
-    back if it raises (a DuckDB connection's own context manager closes it instead)."""
-    con.execute("begin transaction")
-    try:
-        yield
-        con.execute("commit")
-    except BaseException:
-        with contextlib.suppress(duckdb.Error):  # no transaction left to roll back
-            con.execute("rollback")
-        raise
 
 
 def swap_into_analytics(

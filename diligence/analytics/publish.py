@@ -25,8 +25,9 @@ import duckdb
 
 from ..warehouse import published_path
 from ..warehouse.filemodes import protect
-from ..warehouse.sql import sql_identifier, sql_string
-from .models import copy_comments, transaction
+from ..warehouse.paths import publishing_path, wal_of
+from ..warehouse.sql import sql_identifier, sql_string, transaction
+from .models import copy_comments
 
 
 def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
@@ -35,7 +36,7 @@ def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
     `con` is the step's open session of `warehouse` (see ``Warehouse.session``); the
     copy is attached to it, written, and detached again."""
     target = published_path(warehouse)
-    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    temporary = publishing_path(warehouse, uuid.uuid4().hex)
     try:
         source = con.execute("select current_database()").fetchone()[0]  # type: ignore[index]
         tables = [
@@ -77,7 +78,8 @@ def publish_analytics(warehouse: Path, con: duckdb.DuckDBPyConnection) -> Path:
         finally:
             con.execute("detach published")
     except BaseException:
-        temporary.unlink(missing_ok=True)
+        for leftover in (temporary, wal_of(temporary)):
+            leftover.unlink(missing_ok=True)
         raise
     protect(temporary)  # analysts' copy: owner-only (or group) before it is visible
     os.replace(temporary, target)

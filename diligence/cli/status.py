@@ -41,10 +41,11 @@ from rich.table import Table
 
 from ..analytics.dbt_docs import source_freshness
 from ..attempts import failed_attempts
+from ..errors import WarehouseBusyError
 from ..resume import resumable_journals
 from ..safe_text import console_text
 from ..warehouse import Warehouse, table_names
-from ..warehouse.lock import lock_holder
+from ..warehouse.lock import creating, lock_holder
 
 __all__ = ["RAW_COUNTS", "collect_status", "render_status", "resumable_status", "source_freshness_status"]
 
@@ -136,10 +137,12 @@ def collect_status(owner: Warehouse) -> dict[str, Any]:
     with contextlib.ExitStack() as stack:
         try:
             con = stack.enter_context(owner.session(read_only=True, memory_limit=None))
-        except duckdb.Error:
+        except (duckdb.Error, WarehouseBusyError):
             if holder is None:
                 raise
-            return _empty(warehouse, "busy", holder)
+            status = _empty(warehouse, "creating" if creating(warehouse) else "busy", holder)
+            status["failed_attempts"] = _attempts_since(warehouse, None)
+            return status
         return _collect(warehouse, con, holder=holder, attempts_of=warehouse)
 
 

@@ -36,21 +36,23 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import DEFAULT_WAREHOUSE, configured
 from ..errors import WarehouseBusyError
-from .filemodes import make_dirs
+from .filemodes import make_dirs, private_files
 from .location import WarehouseLocation, WarehouseLocationError, is_lake_uri, parse_location
-from .lock import process_alive, protect_outputs, writer_lock
+from .lock import lock_holder, process_alive, protect_outputs, writer_lock
 from .migrate import require_readable
-from .paths import pipelines_dir_of, published_path, wal_of
+from .paths import pipelines_dir_of, published_path, stale_publishing, wal_of
+from .sql import transaction
 
 if TYPE_CHECKING:
     from dlt.common.pipeline import SupportsPipeline
@@ -74,6 +76,8 @@ __all__ = [
     "writer_lock",
 ]
 
+_log = logging.getLogger("diligence.sync")
+
 WAREHOUSE_ENV = "DILIGENCE_WAREHOUSE"
 DATA_PATH_ENV = "DILIGENCE_DATA_PATH"
 PIPELINE_NAME = "company_connections"
@@ -84,13 +88,6 @@ RAW_DATASET = "raw"
 #: larger cache would only add to the peak (on `large`: about 50 MB more at 128 MB).
 LOAD_MEMORY_LIMIT = "64MB"
 MODELS_MEMORY_LIMIT = "160MB"
-#: A namespace loaded after the fetch is over whose staged rows take at most this much
-#: memory (Arrow's buffers) is loaded with dlt's jobs side by side; any other one job
-#: at a time (see :func:`diligence.sync._load`). At these sizes
-#: side by side needs no more DuckDB memory than one at a time (the smallest limit that
-#: loads them is the same either way): a `medium` namespace (2.2 MB) needs 24 MB, one
-#: of 4.5 MB 32 MB, one of 9 MB 64 MB (LOAD_MEMORY_LIMIT).
-SIDE_BY_SIDE_LOAD_BYTES = 4 * 2**20
 #: Not every DuckDB operator spills and the model build is one transaction, so a large
 #: account's build can outgrow MODELS_MEMORY_LIMIT (40,000 connections need about
 #: 600 MB): it is then built again under each of these in turn (None: DuckDB's default,
@@ -210,13 +207,30 @@ def wait_until_writable(warehouse: Path, *, wait_seconds: float = 0.0) -> None:
             if not _is_lock_conflict(exc):
                 raise
             if time.monotonic() >= deadline:
-                holder = _LOCK_HOLDER.search(str(exc))
-                who = f"process {holder.group(1)}" if holder else "another process"
-                raise WarehouseBusyError(
-                    f"{warehouse} is open in {who}; close that session (analysts can query "
-                    f"{published_path(warehouse)} instead) or pass --wait SECONDS"
-                ) from None
+                raise busy(warehouse, exc, reading=False) from None
             time.sleep(0.5)
+
+
+def busy(warehouse: Path, exc: BaseException, *, reading: bool) -> WarehouseBusyError:
+    """The one line for a step that cannot open `warehouse` because another process holds
+    it (DuckDB's lock conflict `exc`): a sync of ours, named with its pid, or a session."""
+    writer = lock_holder(warehouse) if reading else None
+    if writer is not None:
+        return WarehouseBusyError(
+            f"{warehouse} is being written by diligence sync (pid {writer}); query the analysts' "
+            f"copy {published_path(warehouse)}, or try again when the sync has finished"
+        )
+    holder = _LOCK_HOLDER.search(str(exc))
+    who = f"process {holder.group(1)}" if holder else "another process"
+    if reading:
+        return WarehouseBusyError(
+            f"{warehouse} is open in {who}; query the analysts' copy {published_path(warehouse)}, "
+            "or try again when it has finished"
+        )
+    return WarehouseBusyError(
+        f"{warehouse} is open in {who}; close that session (analysts can query "
+        f"{published_path(warehouse)} instead) or pass --wait SECONDS"
+    )
 
 
 class Warehouse:
@@ -290,9 +304,11 @@ class Warehouse:
                 yield self
             return
         require_readable(self.path)
-        with writer_lock(self.path, wait_seconds=wait_seconds):
+        with private_files(), writer_lock(self.path, wait_seconds=wait_seconds):
             if not self._locked:
                 wait_until_writable(self.path, wait_seconds=wait_seconds)
+                for stale in stale_publishing(self.path):  # left by a process killed mid-way
+                    stale.unlink(missing_ok=True)
             outer = self._locked
             self._locked = True
             try:
@@ -346,6 +362,38 @@ class Warehouse:
                 self._pipelines[namespace] = self._lake_pipeline(namespace)
             self._pipeline_cons[namespace] = self._con
         return self._pipelines[namespace]
+
+    def load(self, source: Callable[[], Any], namespace: str | None = None) -> Any:
+        """One dlt run of `source()` into `raw`, committed whole or not at all; returns
+        dlt's LoadInfo. (A lake has a pipeline per namespace: pass it.)
+
+        The source is extracted and normalized into dlt's folder, then every load job
+        runs on this warehouse's session, one at a time, in one transaction (see
+        :mod:`.destination`): its rows, their history, the run's log rows and dlt's own
+        records commit together, or a crash, a full disk or a failed job leaves `raw`
+        exactly as it was. A package an earlier attempt left unfinished is dropped
+        first: nothing of it was committed, and the source makes it again. Into a lake
+        the commit is one snapshot, and a commit conflict with a concurrent writer is
+        retried from the start.
+        """
+        with self.session(memory_limit=LOAD_MEMORY_LIMIT, threads=None) as con:
+            pipeline = self.pipeline(namespace)
+
+            def whole() -> Any:
+                if pipeline.has_pending_data:
+                    _log.warning("discarding an unfinished load package of %s (nothing of it "
+                                 "was committed); loading again from what was fetched", self.display())
+                    pipeline.drop_pending_packages()
+                pipeline.extract(source(), loader_file_format="parquet")
+                pipeline.normalize()
+                with transaction(con):
+                    return pipeline.load(workers=1)
+
+            if self.path is not None:
+                return whole()
+            from .lake import load_retrying  # start-up: the lake module loads DuckDB
+
+            return load_retrying(whole)
 
     def pipelines(self) -> list[SupportsPipeline]:
         """The pipelines created so far."""
@@ -412,6 +460,12 @@ class Warehouse:
         if self._con is not None:
             yield self._con
             return
+        with private_files():
+            yield from self._new_session(memory_limit, threads, read_only, keep_wal_up_to)
+
+    def _new_session(
+        self, memory_limit: str | None, threads: int | None, read_only: bool, keep_wal_up_to: int
+    ) -> Iterator[Any]:
         con = self.connect(read_only=read_only)
         self._con = con
         self._memory_limit = None
@@ -451,6 +505,13 @@ class Warehouse:
         self._con.execute(f"set memory_limit = '{value}'")
         self._memory_limit = limit
 
+    def remove_empty_file(self) -> None:
+        """Delete the file (and its WAL) that a step created and wrote nothing into, e.g.
+        a sync refused at login; nothing for a lake."""
+        if self.path is not None and self._con is None:
+            for path in (self.path, wal_of(self.path)):
+                path.unlink(missing_ok=True)
+
     def checkpoint(self) -> None:
         """Write the open file session's WAL into the file (nothing for a lake, or
         when no session is open)."""
@@ -466,7 +527,12 @@ class Warehouse:
                 return connect(self.location, read_only=True)
             return connect_retrying(self.location)
         require_readable(self.path)
-        return connect(WarehouseLocation(path=self.path), read_only=read_only)
+        try:
+            return connect(WarehouseLocation(path=self.path), read_only=read_only)
+        except Exception as exc:  # duckdb.Error, not imported at start-up
+            if _is_lock_conflict(exc):  # another process holds the file
+                raise busy(self.path, exc, reading=read_only) from None
+            raise
 
     def synced_namespaces(self) -> list[str]:
         """Namespaces that some earlier sync loaded successfully."""

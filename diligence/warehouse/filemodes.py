@@ -11,19 +11,22 @@ these modes, never with the umask's::
 
 Folders are only changed when this code creates them (or they are the project's own,
 like ``.dlt-pipelines``): an existing folder the user chose, such as ``--out ~/shared``,
-keeps its mode; the files written into it get the setting's.
+keeps its mode; the files written into it get the setting's. What DuckDB writes while a
+step holds the warehouse (its WAL, its spill folder, the analysts' copy being written) is
+created under :func:`private_files`, so it is never readable by others, even for a moment.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import file_mode
 
-__all__ = ["Modes", "modes", "make_dirs", "protect", "protect_tree", "write_text_atomically"]
+__all__ = ["Modes", "modes", "make_dirs", "private_files", "protect", "protect_tree", "write_text_atomically"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,22 @@ _MODES = {"owner": Modes(0o600, 0o700), "group": Modes(0o640, 0o750)}
 def modes(setting: str | None = None) -> Modes:
     """The modes of `setting` (``owner`` or ``group``), default the configured one."""
     return _MODES[file_mode(setting)]
+
+
+@contextlib.contextmanager
+def private_files() -> Iterator[None]:
+    """While the block runs, every file and folder this process creates gets at most the
+    configured modes from its first byte, whatever the umask: DuckDB's WAL, its spill
+    folder (``<warehouse>.tmp/``) and the temporary copies it writes are made by DuckDB,
+    which takes its modes from the umask. The process's umask is made at least as strict
+    as the setting's (``owner``: 077, ``group``: 027), then restored."""
+    strict = 0o777 & ~modes().folder
+    previous = os.umask(strict)
+    os.umask(previous | strict)
+    try:
+        yield
+    finally:
+        os.umask(previous)
 
 
 def make_dirs(folder: Path, *, own: bool = False) -> Path:

@@ -34,6 +34,7 @@ import os
 import re
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,7 +59,6 @@ from .sql import sql_string
 
 if TYPE_CHECKING:
     from dlt.common.destination import Destination
-    from dlt.common.pipeline import SupportsPipeline
 
 DEFAULT_ALIAS = "lake"
 #: PostgreSQL's default schema, where a plain ATTACH keeps DuckLake's metadata tables.
@@ -373,29 +373,21 @@ def is_commit_conflict(exc: BaseException) -> bool:
 
 
 def load_retrying(
-    pipeline: SupportsPipeline,
-    data: Any,
+    load: Callable[[], Any],
     *,
     attempts: int = 6,
     backoff_seconds: float = 0.5,
-    **run_options: Any,
 ) -> Any:
-    """``pipeline.run(data, **run_options)``; on a transient commit conflict (see
-    :func:`is_commit_conflict`) load the pending package again, up to `attempts` in all,
-    with jittered exponential backoff. Returns dlt's LoadInfo."""
-    runs = 0
-
-    def run_then_load() -> Any:
-        nonlocal runs
-        runs += 1
-        return pipeline.run(data, **run_options) if runs == 1 else pipeline.load()
-
+    """``load()``; on a transient commit conflict (see :func:`is_commit_conflict`) call it
+    again, up to `attempts` in all, with jittered exponential backoff. `load` must start
+    from nothing each time (a namespace's whole run, in one transaction that the
+    conflict rolled back: :func:`diligence.sync._load`). Returns what it returns."""
     return Retrying(
         stop=stop_after_attempt(attempts),
         wait=wait_random_exponential(multiplier=backoff_seconds, max=30),
         retry=retry_if_exception(is_commit_conflict),
         reraise=True,
-    )(run_then_load)
+    )(load)
 
 
 def catalog_url(location: WarehouseLocation) -> str:

@@ -23,7 +23,8 @@ from .filemodes import make_dirs, protect, protect_tree
 from .location import WarehouseLocationError
 from .paths import pipelines_dir_of, published_path, wal_of
 
-__all__ = ["lock_holder", "lock_path", "process_alive", "protect_outputs", "writer_lock"]
+__all__ = ["creating", "lock_holder", "lock_path", "mark_creating", "process_alive", "protect_outputs",
+           "writer_lock"]
 
 
 def lock_path(warehouse: Path) -> Path:
@@ -32,12 +33,33 @@ def lock_path(warehouse: Path) -> Path:
     return warehouse.with_name(warehouse.name + ".lock")
 
 
-def _pid_in(path: Path) -> int | None:
+#: Written after the holder's pid in the lock file while its sync creates the warehouse.
+CREATING = "creating"
+
+
+def _lock_text(path: Path) -> list[str]:
     try:
-        text = path.read_text(errors="replace").strip()
+        return path.read_text(errors="replace").split()
     except OSError:
-        return None
-    return int(text) if text.isdigit() else None
+        return []
+
+
+def _pid_in(path: Path) -> int | None:
+    words = _lock_text(path)
+    return int(words[0]) if words and words[0].isdigit() else None
+
+
+def mark_creating(warehouse: Path) -> None:
+    """Say in the held lock file that its holder is creating `warehouse` (its first sync):
+    ``diligence status`` then says so, since the file cannot be read meanwhile."""
+    with contextlib.suppress(OSError):
+        with lock_path(warehouse).open("a") as handle:
+            handle.write(f" {CREATING}")
+
+
+def creating(warehouse: Path) -> bool:
+    """Whether the process holding `warehouse`'s lock is creating it (see :func:`mark_creating`)."""
+    return CREATING in _lock_text(lock_path(warehouse))[1:]
 
 
 def _flocked(path: Path) -> bool | None:

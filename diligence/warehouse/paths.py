@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["pipelines_dir_of", "published_path", "wal_of"]
+__all__ = ["pipelines_dir_of", "published_path", "publishing_path", "stale_publishing", "wal_of"]
 
 
 def wal_of(database: Path) -> Path:
@@ -20,6 +20,21 @@ def published_path(warehouse: Path) -> Path:
     """Where the analysts' read-only copy of `warehouse`'s analytics schema lives (see
     :mod:`diligence.analytics.publish`)."""
     return warehouse.with_name(f"{warehouse.stem}-analytics{warehouse.suffix or '.duckdb'}")
+
+
+def publishing_path(warehouse: Path, token: str) -> Path:
+    """The temporary file the analysts' copy is written to before it replaces the copy
+    (``.<copy name>.<token>.tmp``, beside it)."""
+    target = published_path(warehouse)
+    return target.with_name(f".{target.name}.{token}.tmp")
+
+
+def stale_publishing(warehouse: Path) -> list[Path]:
+    """Temporary copies (and their WALs) that a publish killed mid-way left beside the
+    analysts' copy of `warehouse`: delete them once the writer lock is held."""
+    target = published_path(warehouse)
+    pattern = f".{target.name}.*.tmp"
+    return sorted([*target.parent.glob(pattern), *target.parent.glob(pattern + ".wal")])
 
 
 def pipelines_dir_of(warehouse: Path) -> Path:

@@ -126,11 +126,6 @@ class NamespaceSnapshot:
         """Rows read over every table of the namespace."""
         return sum(table.rows for table in self.tables.values())
 
-    @property
-    def staged_bytes(self) -> int:
-        """Size of the namespace's rows in memory (Arrow's buffers) over every table."""
-        return sum(table.bytes for table in self.tables.values())
-
 
 @dataclass(frozen=True)
 class NamespaceFailure:

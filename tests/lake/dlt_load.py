@@ -53,6 +53,7 @@ def _load(location: Any, namespace: str, pipelines_root: str, changed: int, con:
     import dlt
 
     from diligence.warehouse import lake
+    from diligence.warehouse.sql import transaction
 
     parts = lake.lake_pipeline_parts(
         location, namespace, pipelines_root=Path(pipelines_root), connection=con
@@ -77,7 +78,17 @@ def _load(location: Any, namespace: str, pipelines_root: str, changed: int, con:
         dataset_name=parts.dataset_name,
         progress=None,
     )
-    info = lake.load_retrying(pipeline, companies())
+    def whole() -> Any:  # as diligence.sync loads a namespace
+        if pipeline.has_pending_data:
+            pipeline.drop_pending_packages()
+        pipeline.extract(companies())
+        pipeline.normalize()
+        if con is None:
+            return pipeline.load()
+        with transaction(con):
+            return pipeline.load(workers=1)
+
+    info = lake.load_retrying(whole)
     info.raise_on_failed_jobs()
     return sum(
         len(package.jobs["completed_jobs"]) for package in info.load_packages

@@ -1,5 +1,5 @@
-"""Transient DuckLake commit conflicts are retried by reloading the pending package;
-anything else is raised at once."""
+"""Transient DuckLake commit conflicts are retried by loading the namespace again from the
+start (its transaction was rolled back); anything else is raised at once."""
 
 from __future__ import annotations
 
@@ -14,22 +14,17 @@ CONFLICT = (
 )
 
 
-class FakePipeline:
-    def __init__(self, run_error: Exception | None, load_errors: list[Exception]) -> None:
-        self.run_error = run_error
-        self.load_errors = list(load_errors)
-        self.calls: list[str] = []
+class Attempts:
+    """A namespace's whole load that fails with each of `errors` in turn, then succeeds."""
 
-    def run(self, data: object) -> str:
-        self.calls.append("run")
-        if self.run_error:
-            raise self.run_error
-        return "run-info"
+    def __init__(self, errors: list[Exception]) -> None:
+        self.errors = list(errors)
+        self.calls = 0
 
-    def load(self) -> str:
-        self.calls.append("load")
-        if self.load_errors:
-            raise self.load_errors.pop(0)
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
         return "load-info"
 
 
@@ -49,22 +44,21 @@ def test_conflicts_are_recognised_through_the_cause_chain() -> None:
     assert not lake.is_commit_conflict(_wrapped("permission denied for table companies"))
 
 
-def test_a_conflict_reloads_the_pending_package() -> None:
-    pipeline = FakePipeline(_wrapped(CONFLICT), [_wrapped(CONFLICT)])
-    result = lake.load_retrying(pipeline, [1], backoff_seconds=0.001)  # type: ignore[arg-type]
-    assert result == "load-info"
-    assert pipeline.calls == ["run", "load", "load"]
+def test_a_conflict_loads_the_whole_namespace_again() -> None:
+    load = Attempts([_wrapped(CONFLICT), _wrapped(CONFLICT)])
+    assert lake.load_retrying(load, backoff_seconds=0.001) == "load-info"
+    assert load.calls == 3
 
 
 def test_other_errors_are_not_retried() -> None:
-    pipeline = FakePipeline(_wrapped("permission denied"), [])
+    load = Attempts([_wrapped("permission denied")])
     with pytest.raises(ValueError):
-        lake.load_retrying(pipeline, [1], backoff_seconds=0.001)  # type: ignore[arg-type]
-    assert pipeline.calls == ["run"]
+        lake.load_retrying(load, backoff_seconds=0.001)
+    assert load.calls == 1
 
 
 def test_retries_are_bounded() -> None:
-    pipeline = FakePipeline(_wrapped(CONFLICT), [_wrapped(CONFLICT)] * 10)
+    load = Attempts([_wrapped(CONFLICT)] * 10)
     with pytest.raises(ValueError):
-        lake.load_retrying(pipeline, [1], attempts=3, backoff_seconds=0.001)  # type: ignore[arg-type]
-    assert pipeline.calls == ["run", "load", "load"]
+        lake.load_retrying(load, attempts=3, backoff_seconds=0.001)
+    assert load.calls == 3

@@ -374,9 +374,10 @@ def test_a_sync_opens_the_file_once_and_checkpoints_only_while_it_waits(
     result = sync(sandbox, warehouse, namespaces=[fast, slow], on_namespace=on_namespace)
 
     assert not result.failed and [ns for ns, _ in reported] == [fast, slow]
-    # the file is opened to check that no other process holds it, read-only for its
-    # synced namespaces, then once for every load: dlt opens nothing of its own
-    assert opened == [(str(warehouse), False), (str(warehouse), True), (str(warehouse), False)], opened
+    # the file is opened to check that no other process holds it, then once for the
+    # whole sync, held from its start (its synced namespaces are read through it too):
+    # dlt opens nothing of its own
+    assert opened == [(str(warehouse), False), (str(warehouse), False)], opened
     # the WAL is written into the file after the fast namespace (the slow one was still
     # being read), not after the last one: that is left to the next open
     assert checkpoints == [[fast]]
@@ -491,19 +492,13 @@ def test_a_stream_interrupted_while_it_starts_stops_its_fetch(
     assert not [t for t in threading.enumerate() if t.name == "company-connections-fetch" and t.is_alive()]
 
 
-def test_loads_run_one_job_at_a_time_except_a_small_namespace_after_the_fetch(
+def test_each_namespace_loads_its_jobs_one_at_a_time_in_one_transaction(
     sandbox: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # dlt's load jobs side by side need their DuckDB memory at once: under the sync's
-    # bound those of a `large` namespace ran out of it (and a merge retried after it had
-    # partly run duplicated rows), so loads run one job at a time, which also leaves the
-    # cores to the fetch. Once the fetch is over, a namespace of at most
-    # SIDE_BY_SIDE_LOAD_BYTES runs them side by side, as dlt does, with the same rows.
-    import dlt
+    # A namespace commits whole or not at all: dlt's load step runs its jobs one at a time
+    # (in the calling thread) on the sync's own connection, inside one transaction; dlt
+    # opens no transaction of its own and no duplicate of the connection.
     from dlt.load import Load
-    from dlt.load.configuration import LoaderConfiguration
-
-    import diligence.sync
 
     workers: list[int] = []
     init = Load.__init__
@@ -513,50 +508,12 @@ def test_loads_run_one_job_at_a_time_except_a_small_namespace_after_the_fetch(
         workers.append(self.config.workers)  # what dlt's load step really runs with
 
     monkeypatch.setattr(Load, "__init__", recording)
-    first, last = sandbox.world.namespaces[:2]
-    first_loaded = threading.Event()
-    _hold_until(monkeypatch, last, first_loaded)  # the first is loaded while the last is read
-
-    def on_namespace(outcome: NamespaceOutcome) -> None:
-        if outcome.namespace_company_id == first:
-            first_loaded.set()
-
-    small = sync(sandbox, tmp_path / "small.duckdb", on_namespace=on_namespace)
-    assert not small.failed and small.rows > 0
-    assert [o.namespace_company_id for o in small.namespaces] == [first, last]
-    assert workers == [1, LoaderConfiguration.workers]
-
-    workers.clear()
-    monkeypatch.setattr(diligence.sync, "SIDE_BY_SIDE_LOAD_BYTES", 0)  # every namespace is "large"
-    large = sync(sandbox, tmp_path / "large.duckdb")
-    assert workers == [1] * len(large.namespaces)
-    # dlt's setting is given back after each load
-    assert dlt.config.get("load.workers") in (None, LoaderConfiguration.workers)
-    assert current_counts(tmp_path / "small.duckdb") == current_counts(tmp_path / "large.duckdb")
-    assert [o.rows_per_table for o in small.namespaces] == [o.rows_per_table for o in large.namespaces]
-
-
-def test_a_namespace_knows_the_size_of_its_staged_rows(tmp_path: Path) -> None:
-    # what decides how its load jobs run: Arrow's size of the rows, counted as they are staged
-    from pipelines.company_connections.extract import NamespaceSnapshot
-    from pipelines.company_connections.schema import arrow_schema
-
-    stage = NamespaceStage.create(tmp_path, "ns/1", batch_size=10)
-    synced_at = datetime.now(timezone.utc)
-    rows = [
-        {"namespace_company_id": "ns/1", "company_type_id": str(i), "forms_json": "[]" * i, "synced_at": synced_at}
-        for i in range(25)
-    ]
-    for row in rows:
-        stage.append("questionnaire_templates", row)
-    tables = stage.close()
-    schema = arrow_schema("questionnaire_templates")
-    expected = sum(pa.RecordBatch.from_pylist(rows[i:i + 10], schema=schema).nbytes for i in range(0, 25, 10))
-    assert tables["questionnaire_templates"].bytes == expected > 0
-    assert tables["documents"].bytes == 0
-    snapshot = NamespaceSnapshot("ns/1", synced_at=synced_at, started_at=synced_at, tables=tables)
-    assert snapshot.staged_bytes == expected
-    stage.discard()
+    result = sync(sandbox, tmp_path / "w.duckdb")
+    assert not result.failed and result.rows > 0
+    assert workers == [1] * len(result.namespaces)
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+        loads = con.execute("select count(*) from raw._dlt_loads").fetchone()[0]
+    assert loads == len(result.namespaces)  # one dlt package, one commit, per namespace
 
 
 def test_a_sync_keeps_no_copy_of_the_loaded_rows_in_dlts_folder(sandbox: SandboxServer, warehouse: Path) -> None:
