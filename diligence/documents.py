@@ -5,6 +5,11 @@ no stored file yet, ask the service for a signed URL (endpoint 11), download the
 bytes, and record path, size and sha256 in ``raw.document_files`` (one row per
 namespace x document, replaced when the document changes). A document whose file is
 already stored for its current version is not fetched again.
+
+A document fails alone: a refused or looping URL, a private address, an oversized file
+or any other error fails that document, which is then a row of ``raw.sync_issues``
+(endpoint ``document_file``, in its namespace's latest sync), while every other file
+is downloaded and recorded. The files recorded and the issues commit together.
 """
 
 from __future__ import annotations
@@ -19,12 +24,13 @@ from typing import Any
 
 import dlt
 import duckdb
+import pyarrow as pa
 
-from pipelines.company_connections import SourceSettings, run_coroutine
+from pipelines.company_connections import TABLE_COLUMNS, SourceSettings, arrow_schema, run_coroutine
 from pipelines.company_connections.client import ServiceClient
-from pipelines.company_connections.errors import DeniedError, NotFoundError, ServiceError
+from pipelines.company_connections.errors import DeniedError, ServiceError
 
-from .warehouse import LOAD_MEMORY_LIMIT, Warehouse
+from .warehouse import Warehouse
 from .warehouse.filemodes import make_dirs, protect
 
 log = logging.getLogger("diligence.documents")
@@ -40,6 +46,9 @@ DOCUMENT_FILES_COLUMNS: dict[str, Any] = {
     "sha256": {"data_type": "text"},
     "downloaded_at": {"data_type": "timestamp"},
 }
+
+#: `sync_issues.endpoint` of a document whose file could not be downloaded.
+DOCUMENT_FILE_ENDPOINT = "document_file"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -74,6 +83,9 @@ def _pending(con: duckdb.DuckDBPyConnection, folder: Path) -> tuple[list[dict[st
             "from raw.document_files"
         ).fetchall():
             stored[(ns, doc)] = (content, path, size)
+    latest = dict(con.execute(  # each namespace's latest sync: where a failed file's issue goes
+        "select namespace_company_id, arg_max(sync_id, synced_at) from raw.sync_runs group by 1"
+    ).fetchall()) if "sync_runs" in tables else {}
     rows = con.execute(
         "select namespace_company_id, company_id, company_type_id, document_id, name, content_hash "
         "from raw.documents where _dlt_valid_to is null"
@@ -92,52 +104,68 @@ def _pending(con: duckdb.DuckDBPyConnection, folder: Path) -> tuple[list[dict[st
                 "document_id": doc,
                 "content_hash": content,
                 "path": str(folder / _safe(ns, "ns") / _safe(company, "company") / f"{_safe(doc, 'doc')}-{_safe(name, 'file')}"),
+                "sync_id": latest.get(ns),
             }
         )
     return pending, unchanged
 
 
-async def _fetch_all(client: ServiceClient, pending: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    done: list[dict[str, Any]] = []
-    failed = 0
+@dataclass
+class _Fetched:
+    """What the downloads gave: the files to record, the failures as sync issues."""
+
+    files: list[dict[str, Any]]
+    issues: list[dict[str, Any]]
+
+
+def _issue(item: dict[str, Any], message: str, status: int | None = None) -> dict[str, Any]:
+    log.error("document %s of %s: %s", item["document_id"], item["namespace_company_id"], message)
+    return {
+        "sync_id": item["sync_id"],
+        "namespace_company_id": item["namespace_company_id"],
+        "endpoint": DOCUMENT_FILE_ENDPOINT,
+        "company_id": item["company_id"],
+        "company_type_id": item["company_type_id"],
+        "http_status": status,
+        "message": f"document {item['document_id']}: {message}",
+        "synced_at": datetime.now(timezone.utc),
+    }
+
+
+async def _fetch_all(client: ServiceClient, pending: list[dict[str, Any]]) -> _Fetched:
+    fetched = _Fetched([], [])
 
     async def fetch(item: dict[str, Any]) -> None:
-        nonlocal failed
         ns, doc, dest = item["namespace_company_id"], item["document_id"], Path(item["path"])
         for attempt in (1, 2):  # a signed URL may expire before its download starts
             try:
                 url = await client.document_url(ns, doc)
                 if dest.parent.resolve() != dest.parent:  # a symlinked folder: never followed
-                    log.error("document %s of %s: a folder of %s is a symlink; not written",
-                              doc, ns, dest.parent)
-                    failed += 1
+                    fetched.issues.append(_issue(item, f"a folder of {dest.parent} is a symlink; not written"))
                     return
                 make_dirs(dest.parent)
                 result = await client.download(url.url, dest)
                 protect(dest)
-            except DeniedError:
+            except DeniedError as exc:
                 if attempt == 1:
                     continue
-                log.error("document %s of %s: download refused", doc, ns)
-                failed += 1
+                fetched.issues.append(_issue(item, "download refused", exc.status_code))
                 return
-            except (NotFoundError, ServiceError) as exc:
-                log.error("document %s of %s: %s", doc, ns, exc)
-                failed += 1
+            except ServiceError as exc:
+                fetched.issues.append(_issue(item, str(exc), exc.status_code))
                 return
-            done.append(
-                {
-                    **item,
-                    "size_bytes": result.size,
-                    "sha256": result.sha256,
-                    "downloaded_at": datetime.now(timezone.utc),
-                }
-            )
+            except Exception as exc:  # noqa: BLE001 - one document fails alone, whatever failed
+                fetched.issues.append(_issue(item, f"{type(exc).__name__}: {exc}"))
+                return
+            fetched.files.append({
+                key: value for key, value in item.items() if key != "sync_id"
+            } | {"size_bytes": result.size, "sha256": result.sha256,
+                 "downloaded_at": datetime.now(timezone.utc)})
             return
 
     async with client:
         await asyncio.gather(*(fetch(item) for item in pending))
-    return done, failed
+    return fetched
 
 
 def download_documents(
@@ -153,17 +181,29 @@ def download_documents(
             pending, summary.unchanged = _pending(con, folder)
         if not pending:
             return summary
-        client = settings.client()
-        done, summary.failed = run_coroutine(_fetch_all(client, pending))
-        summary.downloaded = len(done)
-        if done:
-            resource = dlt.resource(
-                done,
-                name="document_files",
-                write_disposition={"disposition": "merge", "strategy": "delete-insert"},
-                primary_key=["namespace_company_id", "document_id"],
-                columns=DOCUMENT_FILES_COLUMNS,
-            )
-            with warehouse.session(memory_limit=LOAD_MEMORY_LIMIT):
-                warehouse.pipeline().run(resource)
+        fetched = run_coroutine(_fetch_all(settings.client(), pending))
+        summary.downloaded, summary.failed = len(fetched.files), len(fetched.issues)
+        if fetched.files or fetched.issues:
+            warehouse.load(lambda: _resources(fetched))
     return summary
+
+
+def _resources(fetched: _Fetched) -> list[Any]:
+    """The dlt resources that record what the downloads gave."""
+    resources = []
+    if fetched.files:
+        resources.append(dlt.resource(
+            fetched.files,
+            name="document_files",
+            write_disposition={"disposition": "merge", "strategy": "delete-insert"},
+            primary_key=["namespace_company_id", "document_id"],
+            columns=DOCUMENT_FILES_COLUMNS,
+        ))
+    if fetched.issues:
+        resources.append(dlt.resource(
+            pa.Table.from_pylist(fetched.issues, schema=arrow_schema("sync_issues")),
+            name="sync_issues",
+            write_disposition="append",
+            columns=TABLE_COLUMNS["sync_issues"],
+        ))
+    return resources

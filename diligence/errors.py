@@ -45,7 +45,11 @@ importing ``pipelines.company_connections`` imports dlt).
 
 from __future__ import annotations
 
+import errno
+import re
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -56,6 +60,7 @@ __all__ = [
     "WarehouseNotReadyError",
     "NamespaceSyncError",
     "UnknownNamespaceError",
+    "disk_full_line",
     "error_chain",
     "raised_on_purpose",
     "transient_of",
@@ -75,10 +80,14 @@ class DiligenceError(Exception):
     transient: bool = False
     exit_code: int = 1
 
-    def __init__(self, message: str = "", *, transient: bool | None = None) -> None:
+    def __init__(self, message: str = "", *, transient: bool | None = None,
+                 path: Path | None = None) -> None:
         super().__init__(message)
         if transient is not None:
             self.transient = transient
+        #: where the failed step was writing, when the error's cause does not say (e.g.
+        #: dlt's folder of a load): named by :func:`disk_full_line`
+        self.path = path
 
 
 class SyncError(DiligenceError):
@@ -182,6 +191,67 @@ def transient_of(exc: BaseException) -> bool | None:
     if module.startswith("httpx") and any(c.__name__ == "TransportError" for c in type(exc).__mro__):
         return True
     return None
+
+
+_NO_SPACE = "No space left on device"
+_QUOTED_PATH = re.compile(r"""["'](/[^"']+)["']""")
+
+
+def disk_full_line(exc: BaseException) -> str | None:
+    """The one line for a step that failed because a disk filled up (anywhere in `exc`'s
+    chain: an ``ENOSPC`` OSError, or DuckDB's or dlt's text of one), naming the path, the
+    space free on its device and about how much the step needs; None for anything else.
+
+    Every step that writes commits whole or not at all, so the previous warehouse and the
+    analysts' copy are as they were: the line says so."""
+    chain = list(error_chain(exc))
+    for error in chain:
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            path = str(error.filename) if error.filename else None
+        elif _NO_SPACE in str(error):
+            match = _QUOTED_PATH.search(str(error))
+            path = match.group(1) if match else None
+        else:
+            continue
+        if path is None:  # the step's own record of where it wrote
+            path = next((str(e.path) for e in chain if getattr(e, "path", None)), None)
+        return _disk_full(Path(path) if path else None)
+    return None
+
+
+def _disk_full(path: Path | None) -> str:
+    folder = path.parent if path is not None else Path.cwd()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    database = _database_of(path) if path is not None else None
+    needed = ""
+    if database is not None and database.is_file() and database.suffix == ".duckdb":
+        needed = f"; free at least {_size(database.stat().st_size)} (the size of {database.name})"
+    where = f"for {path}" if path is not None else f"in {folder}"
+    return (f"disk full: no space left {where} ({_size(free)} free on its device){needed}, then "
+            "run it again; nothing of this step was committed: the warehouse and the analysts' "
+            "copy are as they were")
+
+
+def _database_of(path: Path) -> Path | None:
+    """The warehouse file a written path belongs to: a DuckDB file itself, its WAL, its
+    spill folder or a copy being written beside it (``x.duckdb.wal``, ``.x.duckdb.<id>.tmp``),
+    or a file of its dlt folder (``<dir>/.dlt-pipelines/<stem>/...``: staged rows, journals)."""
+    parts = path.parts
+    if ".dlt-pipelines" in parts:
+        at = parts.index(".dlt-pipelines")
+        if at + 1 < len(parts):
+            return Path(*parts[:at]) / f"{parts[at + 1]}.duckdb"
+    for candidate in (path, *path.parents):  # a file in DuckDB's spill folder: its folder
+        name = candidate.name.lstrip(".")
+        if ".duckdb" in name:
+            return candidate.with_name(name[:name.index(".duckdb") + len(".duckdb")])
+    return None
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:,.1f} MB" if count >= 2**20 else f"{count / 2**10:,.0f} KB"
 
 
 def is_transient(exc: BaseException | None) -> bool:

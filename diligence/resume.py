@@ -26,7 +26,8 @@ from pipelines.company_connections import JournalBook, JournalIdentity, journal_
 
 from .warehouse import Warehouse
 
-__all__ = ["ResumePlan", "journal_dir", "plan_resume", "resumable_journals"]
+__all__ = ["ResumePlan", "Unfinished", "journal_dir", "plan_resume", "resumable_journals",
+           "unfinished_namespaces"]
 
 
 def journal_dir(owner: Warehouse) -> Path:
@@ -60,7 +61,8 @@ def plan_resume(owner: Warehouse, settings: Any, *, sync_id: str, started_at: da
     and the namespaces an interrupted sync of the same kind had committed."""
     if settings.resume_within <= 0:  # resuming is off: nothing is journaled
         return ResumePlan(None, {})
-    identity = JournalIdentity.of(settings.base_url, settings.email, resources)
+    warehouse = str(owner.path.resolve()) if owner.path is not None else owner.display()
+    identity = JournalIdentity.of(settings.base_url, settings.email, resources, warehouse)
     book = JournalBook(journal_dir(owner), identity, sync_id=sync_id, started_at=started_at,
                        resume_within=settings.resume_within, restart=restart)
     continued = book.interrupted_syncs()
@@ -68,6 +70,12 @@ def plan_resume(owner: Warehouse, settings: Any, *, sync_id: str, started_at: da
         return ResumePlan(book, {})
     runs = _runs_of(owner, set().union(*continued.values()))
     recorded = {(sync, ns) for sync, ns, _status, _finished in runs}
+    committed = {(sync, ns) for sync, ns, status, _finished in runs if status == "success"}
+    for ns, syncs in list(continued.items()):
+        if any((sync, ns) in committed for sync in syncs):
+            # killed between the namespace's commit and its journal's deletion: done
+            book.forget(ns)
+            del continued[ns]
     # A sync was interrupted when a namespace it journaled has no row of it: it never
     # recorded that namespace's outcome.
     interrupted = {sync for ns, syncs in continued.items() for sync in syncs if (sync, ns) not in recorded}
@@ -77,6 +85,30 @@ def plan_resume(owner: Warehouse, settings: Any, *, sync_id: str, started_at: da
             when = f" at {finished:%Y-%m-%d %H:%M}" if finished is not None else ""
             skip[ns] = f"committed{when} by the interrupted sync {sync} (--restart reads it again)"
     return ResumePlan(book, skip)
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A namespace whose last sync attempt ended before it committed or recorded it: a
+    sync killed or stopped by an error (a full disk) during its fetch or its load."""
+
+    namespace: str
+    sync_id: str
+    requests_kept: int
+
+
+def unfinished_namespaces(owner: Warehouse) -> list[Unfinished]:
+    """The namespaces whose last attempt left work that is not committed: a journal whose
+    latest sync recorded no outcome (no ``raw.sync_runs`` row) for its namespace. Nothing
+    of such a namespace is in `raw` from that attempt (each namespace commits whole), but
+    models built now would show it as fresher than its last attempt: rerun the sync."""
+    journals = journal_summaries(journal_dir(owner))
+    if not journals:
+        return []
+    latest = {summary.namespace: summary.sync_ids[-1] for summary in journals}
+    recorded = {(sync, ns) for sync, ns, _status, _finished in _runs_of(owner, set(latest.values()))}
+    return [Unfinished(summary.namespace, latest[summary.namespace], summary.kept)
+            for summary in journals if (latest[summary.namespace], summary.namespace) not in recorded]
 
 
 @dataclass(frozen=True)

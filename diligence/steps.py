@@ -109,15 +109,30 @@ def analytics_step(
     as_of: datetime | None = None,
     wait_seconds: float = 0.0,
 ) -> AnalyticsResult:
-    """Build the models, run the checks, publish the analysts' copy if they pass."""
-    from .analytics import rebuild_analytics  # start-up: dbt loads for a model build only
+    """Build the models, run the checks, publish the analysts' copy if they pass.
 
-    return rebuild_analytics(
-        warehouse,
-        expiring_within_days=configured_expiry(expiring_within_days),
-        as_of=as_of,
-        wait_seconds=wait_seconds,
-    )
+    Refused (:class:`~diligence.errors.WarehouseNotReadyError`, one line naming each
+    namespace) while a namespace's last sync attempt ended before it was committed: the
+    models would publish it as if that attempt had not happened. Rerunning the sync
+    finishes it (from what it had fetched).
+    """
+    from .analytics import rebuild_analytics  # start-up: dbt loads for a model build only
+    from .resume import unfinished_namespaces
+
+    with warehouse.writing(wait_seconds=wait_seconds):
+        unfinished = unfinished_namespaces(warehouse)
+        if unfinished:
+            names = ", ".join(f"{u.namespace} (sync {u.sync_id})" for u in unfinished)
+            raise WarehouseNotReadyError(
+                f"not building or publishing: the last sync of {names} ended before it was "
+                "committed; rerun `diligence sync` to finish it (nothing half-done is published)"
+            )
+        return rebuild_analytics(
+            warehouse,
+            expiring_within_days=configured_expiry(expiring_within_days),
+            as_of=as_of,
+            wait_seconds=wait_seconds,
+        )
 
 
 def export_step(

@@ -226,7 +226,7 @@ def _commit(owner: Warehouse, result: Any, source: Callable[[], Any]) -> Any:
     except Exception as exc:  # noqa: BLE001
         raise SyncError(
             f"loading namespace {result.namespace_company_id} into {owner.display()} failed: "
-            f"{_describe(exc)}"
+            f"{_describe(exc)}", path=owner.pipelines_root,
         ) from exc
     finally:
         folder = getattr(result, "folder", None)
@@ -321,7 +321,7 @@ def run_sync(
         except SyncError:
             raise
         except Exception as exc:  # noqa: BLE001 - turned into one clear line
-            raise SyncError(_describe(exc)) from exc
+            raise SyncError(_describe(exc), path=staging) from exc
         finally:
             shutil.rmtree(staging, ignore_errors=True)
             if created and not outcomes:  # a sync refused at login leaves no file behind

@@ -396,6 +396,10 @@ class SandboxApp:
                                                                             int(expires_s))):
             if time.time() > int(expires_s):
                 status, body = 403, error_body("URL has expired")
+            elif document_id in self.world.looping_files:
+                status, body = 302, b""
+                here = scope["path"] + "?" + scope["query_string"].decode("latin-1")
+                headers = [(b"location", here.encode("latin-1"))]
             else:
                 found = self.world.document_file(document_id)
                 if found is None:

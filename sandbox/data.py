@@ -136,6 +136,8 @@ class World:
         self.file_padding: dict[str, int] = {}
         #: document ids whose file answers 404 (`sandbox.hostile`)
         self.missing_files: set[str] = set()
+        #: documents whose file URL redirects to itself, for ever
+        self.looping_files: set[str] = set()
         #: serves the hostile data of `sandbox.hostile`
         self.hostile = False
 

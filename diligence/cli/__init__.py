@@ -31,7 +31,7 @@ from rich.markup import escape
 
 from ..config import DEMO_WAREHOUSE
 from ..config import expiring_within_days as configured_expiry
-from ..errors import DiligenceError, WarehouseNotReadyError, raised_on_purpose
+from ..errors import DiligenceError, WarehouseNotReadyError, disk_full_line, raised_on_purpose
 from ..logs import LazySecrets, configure_logging, mask_secrets
 from ..memory import bound_process_memory
 from ..safe_text import console_text, terminal_text
@@ -167,21 +167,24 @@ def handle_errors(func: F) -> F:
         except typer.Exit:
             raise
         except CommandError as exc:
-            error_line(str(exc))
-            raise typer.Exit(exc.exit_code) from None
+            full = disk_full_line(exc)  # e.g. every namespace failed on a full disk
+            error_line(full or str(exc))
+            raise typer.Exit(EXIT_FAILED if full else exc.exit_code) from None
         except KeyboardInterrupt:
             err.print("interrupted")
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as exc:
             if _state["debug"]:
                 raise
-            hint = hint_for(exc)
+            full = disk_full_line(exc)  # said as such, whatever step the full disk stopped
+            hint = full or hint_for(exc)
             known = hint is not None or raised_on_purpose(exc)
             text = hint or (str(exc) if known else f"{type(exc).__name__}: {exc}")
             error_line(text)
             if not known:
                 err.print("run with --debug for the traceback", style="dim", highlight=False)
-            raise typer.Exit(exc.exit_code if isinstance(exc, DiligenceError) else EXIT_FAILED) from None
+            code = exc.exit_code if isinstance(exc, DiligenceError) and full is None else EXIT_FAILED
+            raise typer.Exit(code) from None
 
     return wrapper  # type: ignore[return-value]
 

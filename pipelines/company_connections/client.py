@@ -239,6 +239,8 @@ class ServiceClient:
         self._headers = {"User-Agent": user_agent, s.ACCEPT_HEADER: "application/json"}
         self._extensions = {"timeout": httpx.Timeout(request_timeout).as_dict()}
         self._slots = PriorityGate(max_concurrency)
+        #: requests sent whose answer has not arrived yet
+        self._on_the_wire = 0
         self._http: httpx.AsyncClient | None = None
         self._sender: httpx.AsyncBaseTransport | None = None
         self._gc_tuned = False
@@ -300,6 +302,14 @@ class ServiceClient:
             self._http = None
             self._sender = None
 
+    def _honoured_retry_after(self, response: httpx.Response) -> float | None:
+        """The pause a 429's ``Retry-After`` asks of every request (None: none asked).
+        One beyond `max_retry_after` is not honoured at all: that request fails at once
+        (:meth:`_check_status`), and the others go on, each failing as soon as it is told
+        the same, rather than all waiting `max_retry_after` first."""
+        wait = retry_after(response)
+        return wait if wait is not None and wait <= self._max_retry_after else None
+
     def waiting_for(self) -> str:
         """What the client waits for now, in a few words (progress and stall messages)."""
         parts = []
@@ -313,8 +323,11 @@ class ServiceClient:
         if self.retries.waiting:
             parts.append(f"{self.retries.waiting} request(s) waiting to retry "
                          f"(last: {self.retries.last_reason})")
-        if self._slots.busy:
-            parts.append(f"{self._slots.busy} response(s) in flight")
+        if self._on_the_wire:
+            parts.append(f"{self._on_the_wire} response(s) awaited from the service")
+        queued = self._slots.busy - self._on_the_wire - self.retries.waiting
+        if queued > 0:
+            parts.append(f"{queued} request(s) not yet sent (their turn of the rate limit)")
         return "; ".join(parts) or "nothing in flight"
 
     def queued(self) -> bool:
@@ -529,6 +542,7 @@ class ServiceClient:
                                     extensions=self._extensions)
             sent_at = self.throttle.now()
             self.stats.requests_sent += 1
+            self._on_the_wire += 1
             try:
                 async with asyncio.timeout(self._timeout):
                     response = await sender.handle_async_request(request)
@@ -538,10 +552,10 @@ class ServiceClient:
             except TimeoutError:
                 self._transport_failed(method, path, attempt, httpx.ReadTimeout(
                     f"no complete answer within request_timeout ({self._timeout:g} s)"), url)
+            finally:
+                self._on_the_wire -= 1
         if response.status_code == 429:
-            wait = retry_after(response)
-            self.throttle.record(429, sent_at, None if wait is None
-                                 else min(wait, self._max_retry_after))
+            self.throttle.record(429, sent_at, self._honoured_retry_after(response))
         else:
             self.throttle.record(response.status_code, sent_at, None)
         self._count_response(method, path, attempt, response.status_code, len(response.content))

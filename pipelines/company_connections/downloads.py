@@ -6,7 +6,8 @@
 * holds a concurrency slot; waits for the rate limit only when the URL is on the
   service's own origin (a storage host is not the service), and reports 429s there;
 * sends no Authorization header, accepts anything, follows redirects (through the
-  client's `httpx.AsyncClient`, on the same transport);
+  client's `httpx.AsyncClient`, on the same transport); a URL that redirects in a loop
+  fails that download at once (`Retryable`, final);
 * refuses a body over `max_download_bytes`, announced or counted while streaming,
   after decoding under the cap (:mod:`.inflate`: no decompression bomb) (`Retryable`, final);
 * streams to ``.<name>.<random>.part`` beside `dest` while hashing (SHA-256), then
@@ -33,7 +34,6 @@ import httpx
 from . import settings as s
 from .errors import ConfigurationError
 from .inflate import BodyTooLarge, bounded_bytes
-from .responses import retry_after
 from .retries import Retryable
 
 if TYPE_CHECKING:
@@ -74,9 +74,8 @@ async def download_once(client: ServiceClient, url: httpx.URL, path: str, dest: 
                 async with client._http.stream("GET", url, headers={s.ACCEPT_HEADER: "*/*"},
                                                follow_redirects=True) as response:
                     if limited:
-                        wait = retry_after(response)
-                        client.throttle.record(response.status_code, sent_at, None if wait is None
-                                               else min(wait, client._max_retry_after))
+                        client.throttle.record(response.status_code, sent_at,
+                                               client._honoured_retry_after(response))
                     if response.status_code >= 300:
                         await response.aread()
                         client._count_response("GET", path, attempt, response.status_code, 0)
@@ -100,6 +99,9 @@ async def download_once(client: ServiceClient, url: httpx.URL, path: str, dest: 
                     status = response.status_code
             except TRANSPORT_ERRORS as exc:
                 client._transport_failed("GET", path, attempt, exc, url)
+            except httpx.TooManyRedirects:
+                raise Retryable("TooManyRedirects", "the document's URL redirects in a loop (or "
+                                "more than 20 times); refused", final=True) from None
         client._count_response("GET", path, attempt, status, size)
         os.replace(tmp, dest)
     finally:

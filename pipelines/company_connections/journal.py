@@ -5,10 +5,11 @@ minute 30 would cost 30 minutes again. Instead, each namespace being read append
 outcome of every request that completed (its answer, or the 403/404 that stands for
 "absent") to a journal file of its own; the next read of that namespace, by the same
 account and base URL, with the same resource selection, within ``resume_within``,
-answers those requests from the journal and asks the service only for the rest::
+answers those requests from the journal and asks the service only for the rest, into
+the same warehouse::
 
     <journal dir>/<namespace folder>.journal
-        header   {"version", "schema", "base_url", "account", "namespace",
+        header   {"version", "schema", "base_url", "account", "warehouse", "namespace",
                   "resources", "sync_id", "started_at"}
         entry    [endpoint, company_id, company_type_id, status, message, body]
         resumed  {"sync_id": ...}        (one per sync that continued it)
@@ -22,9 +23,10 @@ on resume, so they carry the ``synced_at`` of the sync that finally commits them
 
 What is never journaled: user-info and the connection list (endpoint 5) are always
 asked again, so a connection removed since the interruption is not loaded and one
-added is read. A journal whose header names another account, base URL, resource
-selection or schema is ignored with a line, never trusted; one older than
-``resume_within`` is ignored too. The caller deletes a namespace's journal once the
+added is read. A journal whose header names another account, base URL, warehouse,
+resource selection or schema is ignored with a line, never trusted; one older than
+``resume_within`` is ignored too, and one whose header cannot be read is named in a
+line and read afresh. The caller deletes a namespace's journal once the
 namespace is committed (:meth:`RequestJournal.discard`).
 
 Files are owner-only (0600 in a 0700 folder); they hold what the warehouse holds, and
@@ -111,18 +113,24 @@ def account_digest(base_url: str, account: str | None) -> str:
 
 @dataclass(frozen=True)
 class JournalIdentity:
-    """What must match for a journal to be reused: base URL, account, selection, schema."""
+    """What must match for a journal to be reused: base URL, account, the warehouse it is
+    loaded into, selection, schema."""
 
     base_url: str
     #: :func:`account_digest` of the base URL and the login (email; empty in token-only mode)
     account: str
     #: the data resources a sync loads (None: all)
     resources: tuple[str, ...] | None = None
+    #: the warehouse the journal's rows are for (its file's absolute path, or a lake's
+    #: URI without password): a journal copied to another warehouse's folder is not used
+    warehouse: str = ""
 
     @classmethod
-    def of(cls, base_url: str, email: str | None, resources: Collection[str] | None = None) -> JournalIdentity:
+    def of(cls, base_url: str, email: str | None, resources: Collection[str] | None = None,
+           warehouse: str = "") -> JournalIdentity:
         url = base_url.rstrip("/")
-        return cls(url, account_digest(url, email), tuple(sorted(resources)) if resources is not None else None)
+        return cls(url, account_digest(url, email),
+                   tuple(sorted(resources)) if resources is not None else None, warehouse)
 
     def header(self, namespace: str, sync_id: str, started_at: datetime) -> dict[str, Any]:
         return {
@@ -130,6 +138,7 @@ class JournalIdentity:
             "schema": SCHEMA_DIGEST,
             "base_url": self.base_url,
             "account": self.account,
+            "warehouse": self.warehouse,
             "namespace": namespace,
             "resources": list(self.resources) if self.resources is not None else None,
             "sync_id": sync_id,
@@ -144,6 +153,8 @@ class JournalIdentity:
             return "it was written for another base URL"
         if header.get("account") != self.account:
             return "it was written for another account"
+        if header.get("warehouse", "") != self.warehouse:
+            return f"it was written for another warehouse ({header.get('warehouse') or 'unknown'})"
         resources = header.get("resources")
         if (tuple(resources) if resources is not None else None) != self.resources:
             return "it was written for another --select"
@@ -256,7 +267,10 @@ class RequestJournal:
         self._reader = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)) if self._index else None
 
     def _append(self, payload: Any) -> None:
-        os.write(self._fd, _encode(payload))
+        try:
+            os.write(self._fd, _encode(payload))
+        except OSError as exc:  # e.g. a full disk: say which file
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from None
 
     def lookup(self, endpoint: str, company_id: str | None, company_type_id: str | None) -> Replayed | None:
         """The journaled outcome of a request, or None when it must be asked."""
@@ -317,6 +331,13 @@ def journal_summaries(root: Path) -> list[JournalSummary]:
     return found
 
 
+def damaged_journals(root: Path) -> list[Path]:
+    """The journal files under `root` whose header cannot be read (torn or altered)."""
+    if not root.is_dir():
+        return []
+    return [path for path in sorted(root.glob(f"*{SUFFIX}")) if _read(path) is None]
+
+
 class JournalBook:
     """The journals of one sync: finds what an interrupted sync left, opens one per
     namespace (resumed or new).
@@ -337,6 +358,9 @@ class JournalBook:
         #: namespace -> its journal, when one may be resumed
         self.resumable: dict[str, JournalSummary] = {}
         if not restart and resume_within > 0:
+            for path in damaged_journals(root):
+                logger.warning("the journal %s cannot be read (its header is damaged): it is "
+                               "ignored, and its namespace is read afresh", path)
             for summary in journal_summaries(root):
                 if self._usable(summary, say=False):
                     self.resumable[summary.namespace] = summary
@@ -350,6 +374,13 @@ class JournalBook:
             logger.warning("namespace %s: the journal of an interrupted sync is ignored: %s; "
                            "reading it afresh", summary.namespace, reason)
         return reason is None
+
+    def forget(self, namespace: str) -> None:
+        """Delete the namespace's journal: its read was committed after all (the process
+        was killed between the commit and the journal's deletion)."""
+        summary = self.resumable.pop(namespace, None)
+        if summary is not None:
+            summary.path.unlink(missing_ok=True)
 
     def interrupted_syncs(self) -> dict[str, set[str]]:
         """namespace -> the syncs whose read of it the resumable journal continues."""

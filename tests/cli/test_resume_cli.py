@@ -51,6 +51,14 @@ def test_killed_sync_shows_in_status_then_resumes_and_restart_starts_afresh(
     assert resumable and all(j["requests_kept"] > 0 and j["since"] for j in resumable)
     shown = run(["status", "-w", str(warehouse)], tmp_path)
     assert "the next sync resumes these" in shown.stdout
+    # nothing half-done is published: the models refuse until the sync is finished
+    refused = run(["models", "-w", str(warehouse)], tmp_path)
+    assert refused.returncode == 2
+    (line,) = refused.stderr.splitlines()
+    assert line.startswith("error: not building or publishing: the last sync of ")
+    assert all(j["namespace_company_id"] in line for j in resumable)
+    assert line.endswith("rerun `diligence sync` to finish it (nothing half-done is published)")
+    assert not (tmp_path / "warehouse-analytics.duckdb").exists()
 
     _reset(server)
     resumed = run([*args, "-w", str(warehouse)], tmp_path, CREDENTIALS)
@@ -59,6 +67,8 @@ def test_killed_sync_shows_in_status_then_resumes_and_restart_starts_afresh(
     assert "; resumed: " in resumed.stdout
     assert requests_answered(server) < full
     assert json.loads(run(["status", "--json", "-w", str(warehouse)], tmp_path).stdout)["resumable"] == []
+    built = run(["models", "-w", str(warehouse)], tmp_path)
+    assert built.returncode == 0, built.stderr
 
     # --restart: a journal left by another kill is discarded, everything is read again.
     server.faults.latency_ms = 20

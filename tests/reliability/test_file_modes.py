@@ -95,3 +95,65 @@ def test_file_mode_setting_spellings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DILIGENCE_FILE_MODE", "world")
     with pytest.raises(ValueError, match="file_mode must be one of owner, group"):
         modes()
+
+
+def test_every_file_is_private_from_its_first_byte_while_the_sync_runs(tmp_path: Path) -> None:
+    """Sampled every few milliseconds while a sync, its model build and its publish run
+    under umask 000: the WAL, DuckDB's spill folder, the analysts' copy being written,
+    the staged rows and the journals are never readable by anyone but the owner, not
+    even for a moment; and the stale temporary copy a killed publish left is removed."""
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    data = tmp_path / "data"
+    data.mkdir()
+    stale = data / ".w-analytics.duckdb.0123456789abcdef.tmp"  # as a publish killed mid-way leaves
+    stale.write_bytes(b"confidential answers")
+    with (data / (stale.name + ".wal")).open("wb") as wal:
+        wal.write(b"more of them")
+    seen: dict[str, int] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            for path in (Path(root) / name for root, folders, files in os.walk(data)
+                         for name in (*folders, *files)):
+                try:
+                    mode = stat.S_IMODE(path.lstat().st_mode)
+                except FileNotFoundError:
+                    continue
+                name = str(path.relative_to(data))
+                if path in (stale, data / (stale.name + ".wal")):
+                    continue  # the leftovers, created by this test
+                if mode & 0o077:
+                    seen[name] = mode
+                else:
+                    seen.setdefault(name, mode)
+            done.wait(0.002)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DILIGENCE_"))}
+    env |= {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
+            "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD}
+    with SandboxServer(scale="small") as server:
+        server.faults.latency_ms = 5
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            done_sync = subprocess.run(
+                ["sh", "-c", 'umask 000 && exec "$0" "$@"', str(Path(sys.executable).with_name("diligence")),
+                 "sync", "--base-url", server.base_url, "-w", str(data / "w.duckdb")],
+                env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        finally:
+            done.set()
+            sampler.join()
+    assert done_sync.returncode == 0, done_sync.stderr[-3000:]
+    # the files whose modes matter were seen while they existed
+    for name in ("w.duckdb", "w.duckdb.wal", "w-analytics.duckdb"):
+        assert name in seen, sorted(seen)
+    assert any(".journal" in name for name in seen), sorted(seen)
+    assert any(name.startswith(".w-analytics.duckdb.") for name in seen), sorted(seen)
+    readable = {name: oct(mode) for name, mode in seen.items() if mode & 0o077}
+    assert not readable, readable
+    assert not stale.exists() and not (data / (stale.name + ".wal")).exists()

@@ -113,7 +113,23 @@ def test_a_sync_that_stops_progressing_fails_with_what_it_waited_for(tmp_path: P
     assert result.failed and len(result.failed) == len(result.namespaces)
     for outcome in result.failed:
         assert re.search(r"no request completed for [23] s \(stall_timeout 2 s\); "
-                         r"waiting for: \d+ response\(s\) in flight", outcome.error)
+                         r"waiting for: \d+ response\(s\) awaited from the service", outcome.error)
+
+
+def test_a_retry_after_beyond_max_retry_after_fails_each_namespace_at_once(tmp_path: Path) -> None:
+    # the service asks to wait 10 hours: no request waits for it (nor for max_retry_after),
+    # each namespace fails as soon as one of its requests is told so, saying why
+    with SandboxServer(scale="small", today=TODAY) as server:
+        server.faults.update({"shed_every": 60, "shed_retry_after": 36_000})
+        started = time.monotonic()
+        result = sync(server, tmp_path / "w.duckdb")
+        seconds = time.monotonic() - started
+    assert seconds < 20, f"{seconds:.0f} s: a request waited"
+    assert result.failed and len(result.failed) == len(result.namespaces)
+    for outcome in result.failed:
+        assert "HTTP 429: the service asked to wait 36000 s (Retry-After), more than " \
+               "max_retry_after (120 s)" in (outcome.error or "")
+        assert "stall" not in (outcome.error or "")
 
 
 def test_user_info_that_never_answers_fails_the_run_with_what_it_waited_for(

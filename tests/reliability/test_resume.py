@@ -4,6 +4,7 @@ what an uninterrupted sync lands (same rows, same history, no duplicates)."""
 from __future__ import annotations
 
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -169,6 +170,53 @@ def test_a_journal_of_another_account_is_ignored(
     assert sum(o.requests_kept for o in result.namespaces) == 0
     assert not result.not_read_again
     assert "written for another account" in caplog.text
+    assert state(warehouse) == expected
+
+
+def test_a_journal_copied_into_another_warehouses_folder_is_ignored_with_a_line(
+        service: SandboxServer, clean: tuple[dict[str, Any], int], tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    expected, full = clean
+    killed, other = tmp_path / "killed" / "warehouse.duckdb", tmp_path / "other" / "warehouse.duckdb"
+    killed.parent.mkdir()
+    service.faults.latency_ms = 2
+    try:
+        _kill_at(service, killed, full // 2)
+    finally:
+        service.faults.latency_ms = 0
+    copied = journal_dir(Warehouse(other))
+    shutil.copytree(journal_dir(Warehouse(killed)), copied)  # the same account, URL and selection
+    assert resumable_journals(Warehouse(other))
+    _reset(service)
+    with caplog.at_level("WARNING", logger="diligence.journal"):
+        result = sync(service, other, settings={"max_concurrency": CONCURRENCY})
+    assert not result.failed
+    assert sum(o.requests_kept for o in result.namespaces) == 0  # "resuming" nothing of the other's
+    assert f"it was written for another warehouse ({killed.resolve()})" in caplog.text
+    assert state(other) == expected
+
+
+def test_a_journal_whose_header_is_damaged_is_named_in_one_line(
+        service: SandboxServer, clean: tuple[dict[str, Any], int], tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    expected, full = clean
+    warehouse = tmp_path / "warehouse.duckdb"
+    service.faults.latency_ms = 2
+    try:
+        _kill_at(service, warehouse, full // 2)
+    finally:
+        service.faults.latency_ms = 0
+    damaged = sorted(journal_dir(Warehouse(warehouse)).glob(f"*{SUFFIX}"))[0]
+    data = bytearray(damaged.read_bytes())
+    data[12] ^= 0xFF  # a byte of the header's payload: its checksum no longer matches
+    damaged.write_bytes(bytes(data))
+    _reset(service)
+    with caplog.at_level("WARNING", logger="diligence.journal"):
+        result = sync(service, warehouse, settings={"max_concurrency": CONCURRENCY})
+    assert not result.failed
+    lines = [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()]
+    assert lines == [f"the journal {damaged} cannot be read (its header is damaged): it is ignored, "
+                     "and its namespace is read afresh"]
     assert state(warehouse) == expected
 
 

@@ -131,3 +131,48 @@ def _input_field(server: SandboxServer, company_id: str, type_id: str) -> str:
         for f in form["fields"]
         if f["type"] == "Input" and f.get("information")
     )
+
+
+def test_a_reader_that_comes_mid_fetch_is_told_who_writes_and_never_aborts_the_sync(
+    warehouse: Path, synced_small: Path
+) -> None:
+    """The sync holds the file from its start: a reader opening it after 300 requests
+    (DuckDB read-only, `diligence export`, `diligence status`) is refused with who writes
+    it, and the sync goes on to commit every namespace."""
+    import os
+
+    from diligence.warehouse import Warehouse
+    from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD
+    from tests.cli.helpers import run as run_cli
+    from tests.helpers import requests_answered
+
+    copy_warehouse(synced_small, warehouse)  # readers find a synced warehouse
+    with SandboxServer(scale="medium") as server:
+        server.faults.latency_ms = 20
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DILIGENCE_"))}
+        credentials = {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
+                       "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD}
+        syncing = subprocess.Popen(
+            [str(Path(sys.executable).with_name("diligence")), "sync", "--base-url", server.base_url,
+             "-w", str(warehouse), "--no-models", "--wait", "60"],
+            env=env | credentials, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        try:
+            while requests_answered(server) < 300:
+                assert syncing.poll() is None, syncing.stdout.read()  # type: ignore[union-attr]
+                threading.Event().wait(0.01)
+            with pytest.raises(WarehouseBusyError, match=rf"is being written by diligence sync "
+                                                         rf"\(pid {syncing.pid}\); query the analysts' copy"):
+                Warehouse(warehouse).connect(read_only=True)
+            with pytest.raises(duckdb.Error):  # an analyst's own DuckDB: refused, the sync unharmed
+                duckdb.connect(str(warehouse), read_only=True)
+            exported = run_cli(["export", "-w", str(warehouse), "--out", "out"], warehouse.parent)
+            assert exported.returncode == 1
+            assert f"is being written by diligence sync (pid {syncing.pid})" in exported.stderr
+            status = run_cli(["status", "-w", str(warehouse)], warehouse.parent)
+            assert status.returncode == 0 and f"a sync (pid {syncing.pid}) is writing" in status.stdout
+            assert requests_answered(server) < 2_900, "the fetch was over before the readers came"
+        finally:
+            output = syncing.communicate(timeout=300)[0]
+    assert syncing.returncode == 0, output[-3000:]
+    assert query(warehouse, "select count(distinct sync_id) from raw.sync_runs where status = 'success'") == [(2,)]

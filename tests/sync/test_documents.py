@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path
 
 import httpx
+import pytest
 
 from diligence.documents import download_documents
 from diligence.warehouse import Warehouse
@@ -76,3 +77,28 @@ def test_a_warehouse_deleted_beside_its_pipeline_folder_starts_afresh(
     (current,) = query(warehouse, "select count(*) from raw.documents where _dlt_valid_to is null")[0]
     assert (again.downloaded, again.failed) == (current, 0)
     assert query(warehouse, "select count(*) from raw.document_files")[0][0] == current
+
+
+def test_a_looping_document_fails_alone_and_every_other_file_is_recorded(
+    sandbox: SandboxServer, warehouse: Path, synced_small: Path, tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    copy_warehouse(synced_small, warehouse)  # the first sync of this world
+    (current,) = query(warehouse, "select count(*) from raw.documents where _dlt_valid_to is null")[0]
+    ns, company, type_id, looping = query(
+        warehouse, "select namespace_company_id, company_id, company_type_id, document_id "
+        "from raw.documents where _dlt_valid_to is null order by all limit 1")[0]
+    sandbox.world.looping_files.add(looping)  # its URL redirects to itself, for ever
+    (latest,) = query(warehouse, "select arg_max(sync_id, synced_at) from raw.sync_runs "
+                      "where namespace_company_id = ?", ns)[0]
+
+    with caplog.at_level("WARNING"):
+        summary = download_documents(Warehouse(warehouse), tmp_path / "files", settings_for(sandbox))
+
+    assert (summary.downloaded, summary.failed) == (current - 1, 1)
+    assert query(warehouse, "select count(*) from raw.document_files")[0][0] == current - 1
+    (issue,) = query(warehouse, "select sync_id, namespace_company_id, endpoint, company_id, "
+                     "company_type_id, message from raw.sync_issues where endpoint = 'document_file'")
+    assert issue[:5] == (latest, ns, "document_file", company, type_id)
+    assert looping in issue[5] and "redirects in a loop" in issue[5]
+    assert "Unclosed" not in caplog.text
