@@ -16,6 +16,10 @@ dlt config too, and an explicit value (a CLI option, a flow parameter) always wi
     file_mode = "owner"            # DILIGENCE_FILE_MODE; "group": 0640/0750 (see filemodes)
     [notifications]
     block = "custom-webhook/diligence-alerts"  # NOTIFICATIONS__BLOCK: <type slug>/<name>
+    [evidence]
+    enabled = true                 # EVIDENCE__ENABLED: keep every response and manifest
+    path = "/srv/evidence"         # DILIGENCE_EVIDENCE: default beside the warehouse
+    retain_days = 400              # EVIDENCE__RETAIN_DAYS: default keep everything
 
 Nothing is imported from dlt until a value is looked up, and nothing of ours at all.
 The warehouse's location (env ``DILIGENCE_WAREHOUSE`` / ``DILIGENCE_DATA_PATH``) is read
@@ -46,6 +50,10 @@ __all__ = [
     "file_mode",
     "notification_block",
     "schedule_settings",
+    "EVIDENCE_ENV",
+    "evidence_enabled",
+    "evidence_path",
+    "evidence_retain_days",
 ]
 
 DEFAULT_WAREHOUSE = Path("data/warehouse.duckdb")
@@ -119,3 +127,34 @@ def notification_block(value: str | None = None) -> str | None:
     ``notifications.block``, else None (no alerts)."""
     name = value or configured("notifications.block", str)
     return str(name) if name else None
+
+
+EVIDENCE_ENV = "DILIGENCE_EVIDENCE"
+
+
+def evidence_enabled(value: bool | None = None) -> bool:
+    """Whether syncs keep their evidence: `value`, else config ``evidence.enabled``, else
+    True."""
+    if value is not None:
+        return bool(value)
+    configured_value = configured("evidence.enabled", bool)
+    return True if configured_value is None else bool(configured_value)
+
+
+def evidence_path(value: str | Path | None = None) -> str | None:
+    """Where the evidence store is: `value` (``--evidence``), else env
+    ``DILIGENCE_EVIDENCE``, else config ``evidence.path``, else None (beside the
+    warehouse, see :attr:`diligence.warehouse.Warehouse.evidence_root`)."""
+    chosen = value or os.environ.get(EVIDENCE_ENV) or configured("evidence.path", str)
+    return str(chosen) if chosen else None
+
+
+def evidence_retain_days(value: float | None = None) -> float | None:
+    """Days a sync's evidence is kept by ``diligence evidence prune``: `value`, else config
+    ``evidence.retain_days``, else None (everything is kept)."""
+    chosen = value if value is not None else configured("evidence.retain_days", float)
+    if chosen is None:
+        return None
+    if float(chosen) <= 0:  # type: ignore[arg-type]
+        raise ValueError(f"evidence.retain_days must be positive, not {chosen}")
+    return float(chosen)  # type: ignore[arg-type]

@@ -10,6 +10,10 @@ A document fails alone: a refused or looping URL, a private address, an oversize
 or any other error fails that document, which is then a row of ``raw.sync_issues``
 (endpoint ``document_file``, in its namespace's latest sync), while every other file
 is downloaded and recorded. The files recorded and the issues commit together.
+
+With evidence kept, the step writes a manifest of its own (kind ``documents``): each
+URL answer (endpoint 11, without its URL's signature) and each file's SHA-256 and size
+(the file's bytes are the download itself), sealed into the chain at its end.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pipelines.company_connections import TABLE_COLUMNS, SourceSettings, arrow_s
 from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.errors import DeniedError, ServiceError
 
+from .evidence.keeping import evidence_log
 from .warehouse import Warehouse
 from .warehouse.filemodes import make_dirs, protect
 
@@ -146,6 +151,7 @@ async def _fetch_all(client: ServiceClient, pending: list[dict[str, Any]]) -> _F
                 make_dirs(dest.parent)
                 result = await client.download(url.url, dest)
                 protect(dest)
+                client.record_document_file(ns, doc, result)
             except DeniedError as exc:
                 if attempt == 1:
                     continue
@@ -181,10 +187,21 @@ def download_documents(
             pending, summary.unchanged = _pending(con, folder)
         if not pending:
             return summary
-        fetched = run_coroutine(_fetch_all(settings.client(), pending))
-        summary.downloaded, summary.failed = len(fetched.files), len(fetched.issues)
-        if fetched.files or fetched.issues:
-            warehouse.load(lambda: _resources(fetched))
+        started = datetime.now(timezone.utc)
+        evidence = evidence_log(warehouse, settings, sync_id="documents-" + started.strftime("%Y%m%dT%H%M%S%fZ"),
+                                synced_at=started, kind="documents")
+        committed = False
+        try:
+            fetched = run_coroutine(_fetch_all(settings.client(evidence=evidence), pending))
+            summary.downloaded, summary.failed = len(fetched.files), len(fetched.issues)
+            if fetched.files or fetched.issues:
+                warehouse.load(lambda: _resources(fetched))
+            committed = True
+        finally:
+            if evidence is not None:  # the URLs asked and the files' hashes, sealed into the chain
+                for namespace in sorted({item["namespace_company_id"] for item in pending}):
+                    evidence.writer.outcome(namespace, "committed" if committed else "failed")
+                evidence.writer.seal("complete" if committed else "failed")
     return summary
 
 

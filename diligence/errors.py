@@ -58,6 +58,7 @@ __all__ = [
     "SettingsError",
     "WarehouseBusyError",
     "WarehouseNotReadyError",
+    "EvidenceError",
     "NamespaceSyncError",
     "UnknownNamespaceError",
     "disk_full_line",
@@ -106,6 +107,15 @@ class WarehouseNotReadyError(DiligenceError):
     """The warehouse is not ready for the command yet: it does not exist (run
     ``diligence sync``) or has no models (run ``diligence models``). The message names
     the command to run first."""
+
+    transient = False
+    exit_code = 2
+
+
+class EvidenceError(DiligenceError):
+    """The evidence cannot serve the command as given: no store, an ``--as-of`` before
+    the first sync, a company the warehouse does not know, a replay into a warehouse
+    that has data. The message says which."""
 
     transient = False
     exit_code = 2
@@ -237,7 +247,7 @@ def _disk_full(path: Path | None) -> str:
 def _database_of(path: Path) -> Path | None:
     """The warehouse file a written path belongs to: a DuckDB file itself, its WAL, its
     spill folder or a copy being written beside it (``x.duckdb.wal``, ``.x.duckdb.<id>.tmp``),
-    or a file of its dlt folder (``<dir>/.dlt-pipelines/<stem>/...``: staged rows, journals)."""
+    or a file of its dlt folder (``<dir>/.dlt-pipelines/<stem>/...``: staged rows)."""
     parts = path.parts
     if ".dlt-pipelines" in parts:
         at = parts.index(".dlt-pipelines")

@@ -39,7 +39,9 @@ from typing import Any
 from dlt.common.configuration.exceptions import ConfigFieldMissingException
 
 from pipelines.company_connections import (
+    NamespaceResult,
     NamespaceSnapshot,
+    NamespaceStream,
     SourceSettings,
     company_connections,
     resolve_settings,
@@ -48,6 +50,7 @@ from pipelines.company_connections import (
 )
 
 from .errors import SyncError, raised_on_purpose
+from .evidence.keeping import evidence_log
 from .memory import bound_process_memory
 from .resume import plan_resume
 from .warehouse import LOAD_MEMORY_LIMIT, SYNC_KEEP_WAL_BYTES, Warehouse
@@ -55,7 +58,7 @@ from .warehouse.lock import mark_creating
 
 log = logging.getLogger("diligence.sync")
 
-__all__ = ["NamespaceOutcome", "SyncResult", "SyncError", "run_sync", "source_settings"]
+__all__ = ["NamespaceOutcome", "Replaying", "SyncResult", "SyncError", "run_sync", "source_settings"]
 
 
 @dataclass
@@ -77,7 +80,7 @@ class NamespaceOutcome:
     retryable: bool = True
     #: raw table -> rows loaded into it (empty when not loaded)
     rows_per_table: dict[str, int] = field(default_factory=dict)
-    #: requests answered from the journal of an interrupted sync (not sent again)
+    #: requests answered from the evidence of an interrupted sync (not sent again)
     requests_kept: int = 0
     #: when that interrupted sync began reading the namespace
     kept_since: datetime | None = None
@@ -102,6 +105,10 @@ class SyncResult:
     resources: tuple[str, ...] | None = None
     #: namespaces an interrupted sync had committed, so not read again -> why
     not_read_again: dict[str, str] = field(default_factory=dict)
+    #: the evidence chain's head once this sync's manifest is sealed (None: none kept)
+    evidence_head: str | None = None
+    #: the break of the evidence chain this sync found and recorded (None: it linked)
+    evidence_break: str | None = None
 
     @property
     def failed(self) -> list[NamespaceOutcome]:
@@ -217,25 +224,33 @@ def _loading(owner: Warehouse) -> contextlib.AbstractContextManager[Any]:
     return owner.session(memory_limit=LOAD_MEMORY_LIMIT, threads=None, keep_wal_up_to=SYNC_KEEP_WAL_BYTES)
 
 
-def _commit(owner: Warehouse, result: Any, source: Callable[[], Any]) -> Any:
+def _commit(owner: Warehouse, stream: NamespaceStream, result: NamespaceResult,
+            source: Callable[[], Any]) -> Any:
     """Load one namespace's result (its snapshot, or a failure's run log) whole or not at
-    all (:meth:`Warehouse.load`); then its staged files and, once committed, its journal
-    go."""
+    all (:meth:`Warehouse.load`), then tell the stream it is committed (it records the
+    outcome in its manifest and deletes the staged files)."""
     try:
         info = owner.load(source, result.namespace_company_id if owner.is_lake else None)
     except Exception as exc:  # noqa: BLE001
+        stream.discard(result)
         raise SyncError(
             f"loading namespace {result.namespace_company_id} into {owner.display()} failed: "
             f"{_describe(exc)}", path=owner.pipelines_root,
         ) from exc
-    finally:
-        folder = getattr(result, "folder", None)
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-    journal = getattr(result, "journal", None)
-    if journal is not None:  # committed: nothing left to resume
-        journal.unlink(missing_ok=True)
+    stream.committed(result)
     return info
+
+
+@dataclass(frozen=True)
+class Replaying:
+    """A sync that replays a kept one (see :mod:`diligence.evidence.replay`): its id and
+    time are the original's, and `transport` answers from the original's evidence."""
+
+    sync_id: str
+    synced_at: datetime
+    transport: Any
+    #: the original's sealed manifest hash (in the replay's own manifest header)
+    replay_of: str
 
 
 def run_sync(
@@ -248,6 +263,7 @@ def run_sync(
     resources: tuple[str, ...] | None = None,
     budget: Callable[[SourceSettings], Any] | None = None,
     restart: bool = False,
+    replaying: Replaying | None = None,
 ) -> SyncResult:
     """Sync every namespace (or `settings.namespaces`) into the `raw` dataset of `warehouse`.
 
@@ -263,21 +279,24 @@ def run_sync(
     its failure was recorded: nothing of its data is loaded, its history stays).
 
     An interrupted sync is resumed (see :mod:`diligence.resume`): the namespaces it had
-    not committed are read from their journals plus what they lack, those it had
-    committed are not read again; `restart` starts from zero instead.
+    not committed are read from its evidence plus what they lack, those it had
+    committed are not read again; `restart` starts from zero instead. `replaying` makes
+    it a replay of a kept sync (nothing resumed).
     Raises :class:`SyncError` when the sync cannot run (credentials refused, service
     unreachable, a load that failed).
     """
     bound_process_memory()
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
-    synced_at = datetime.now(timezone.utc)
-    sync_id = synced_at.strftime("%Y%m%dT%H%M%S%fZ")
+    synced_at = replaying.synced_at if replaying else datetime.now(timezone.utc)
+    sync_id = replaying.sync_id if replaying else synced_at.strftime("%Y%m%dT%H%M%S%fZ")
     outcomes: list[NamespaceOutcome] = []
     load_info: list[Any] = []
     stats: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     started = time.perf_counter()
     fetched = started
+    head: str | None = None
+    chain_break: str | None = None
 
     with owner.writing(wait_seconds=wait_seconds):
         staging = owner.staging_dir(sync_id)
@@ -289,8 +308,8 @@ def run_sync(
             # warehouse): a reader that comes mid-fetch is told who writes it, or waits,
             # and never takes the file from under the sync's first load.
             with _loading(owner):
-                plan = plan_resume(owner, settings, sync_id=sync_id, started_at=synced_at,
-                                   resources=resources, restart=restart)
+                plan = plan_resume(owner, settings, started_at=synced_at, resources=resources,
+                                   restart=restart or replaying is not None)
                 skipped = plan.skip
                 with stream_namespaces(
                     settings,
@@ -300,13 +319,18 @@ def run_sync(
                     synced_at=synced_at,
                     on_stats=lambda client_stats: stats.update(client_stats.as_dict()),
                     budget=budget(settings) if budget is not None else None,
-                    journals=plan.journals,
+                    evidence=evidence_log(
+                        owner, settings, sync_id=sync_id, synced_at=synced_at, resources=resources,
+                        kept=plan.kept, kind="replay" if replaying else "sync",
+                        extra={"replay_of": replaying.replay_of} if replaying else None),
+                    continued=plan.continued,
                     skip=plan.skip,
+                    transport=replaying.transport if replaying else None,
                 ) as stream:
                     for result in stream:
                         fetched = time.perf_counter()
                         began = time.perf_counter()
-                        load_info.append(_commit(owner, result, functools.partial(
+                        load_info.append(_commit(owner, stream, result, functools.partial(
                             company_connections, result, sync_id, synced_at, resources)))
                         outcome = _outcome(result, datetime.now(timezone.utc),
                                            time.perf_counter() - began, resources)
@@ -318,6 +342,7 @@ def run_sync(
                             on_namespace(outcome)
                         if stream.fetching:
                             owner.checkpoint()  # nothing to load yet: the wait hides it
+                head, chain_break = stream.head, stream.chain_break  # sealed as the stream closed
         except SyncError:
             raise
         except Exception as exc:  # noqa: BLE001 - turned into one clear line
@@ -338,6 +363,8 @@ def run_sync(
         request_stats=stats,
         resources=resources,
         not_read_again=skipped,
+        evidence_head=head,
+        evidence_break=chain_break,
     )
     for outcome in result.failed:
         log.error("namespace %s not loaded: %s", outcome.namespace_company_id, outcome.error)

@@ -37,6 +37,7 @@ from prefect.states import Failed
 from diligence.analytics import AnalyticsResult, warm_up
 from diligence.analytics.checks import CheckResult
 from diligence.config import DEFAULT_REPORTS_DIR
+from diligence.evidence.chain import evidence_summary
 from diligence.report.export import ExportedFile, Format
 from diligence.steps import analytics_step, export_step, report_step, sync_step
 from diligence.sync import NamespaceOutcome
@@ -124,7 +125,7 @@ def sync_namespaces(
 ) -> list[NamespaceOutcome]:
     """Sync `namespaces` side by side into `raw`, each committed as soon as it is read.
 
-    What an interrupted sync left (its journals) is resumed, unless `restart`; so is
+    What an interrupted sync left (its unsealed manifest) is resumed, unless `restart`; so is
     what an earlier attempt of this task left, since a retry never restarts.
 
     Returns every namespace's outcome (its previous data is kept when it failed); its
@@ -246,8 +247,10 @@ def publish_run_summary(
     analytics: AnalyticsResult,
     exported: list[ExportedFile],
     report: Path | None = None,
+    evidence: dict[str, Any] | None = None,
 ) -> UUID:
-    """Markdown artifact: per namespace requests, rows, sync issues, duration, status."""
+    """Markdown artifact: per namespace requests, rows, sync issues, duration, status; the
+    evidence chain's head."""
     markdown = summary_markdown(
         outcomes,
         row_counts=analytics.models.row_counts,
@@ -255,6 +258,7 @@ def publish_run_summary(
         exported=exported,
         published=analytics.published,
         report=report,
+        evidence=evidence,
     )
     return create_markdown_artifact(
         markdown=mask(markdown),
@@ -423,7 +427,7 @@ def company_connections_sync(
     days = analytics.models.expiring_within_days  # as resolved by the build
     exported = export_dated_reports(warehouse, reports_dir, export_formats)
     report = write_dated_report(warehouse, reports_dir)
-    publish_run_summary(outcomes, analytics, exported, report)
+    publish_run_summary(outcomes, analytics, exported, report, evidence_summary(open_warehouse(warehouse)))
     publish_dbt_build(analytics)
     publish_document_expiry(warehouse, days)
     notify_changes(warehouse, outcomes, days, return_state=True)

@@ -76,7 +76,7 @@ def sync_one_namespace(
 
     Fails (and is retried by Prefect when the cause is transient) when the namespace
     could not be read completely; its previous data is then kept. A retry resumes
-    from what the failed run fetched (its journal, under `pipelines_dir`); `restart`
+    from what the failed run fetched (its manifest, in the evidence store); `restart`
     discards that on the first run only."""
     logger = get_run_logger()
     result = sync_step(

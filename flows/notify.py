@@ -9,8 +9,9 @@ failed, and sends them through the Prefect notification block named in config::
 
 (env ``NOTIFICATIONS__BLOCK``). Any block of ``prefect.blocks.notifications`` works:
 a custom webhook, Slack, Microsoft Teams, e-mail (SendGrid), ... Nothing is sent when
-nothing is new, or when no block is configured. The text is masked like every
-artifact: no password, token or Basic/Bearer value can reach the payload.
+nothing is new, or when no block is configured. The text ends with the evidence
+chain's head, a copy kept outside the warehouse (``diligence verify --head``). It is
+masked like every artifact: no password, token or Basic/Bearer value can reach the payload.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from prefect.runtime import flow_run
 
 from diligence.analytics.alerts import RunAlerts, run_alerts
 from diligence.config import notification_block
+from diligence.evidence.chain import evidence_summary
 from diligence.sync import NamespaceOutcome
 from diligence.warehouse import open_warehouse
 
@@ -85,6 +87,8 @@ def notify_changes(
     if alerts.empty:
         logger.info("nothing new since the previous run: no notification sent")
         return None
-    load_notification_block(name).notify(body=mask(alerts.body()), subject=mask(alerts.subject()))
+    evidence = evidence_summary(open_warehouse(warehouse))
+    body = alerts.body() + (f"\n\nEvidence chain head: {evidence['head']}\n" if evidence and evidence["head"] else "")
+    load_notification_block(name).notify(body=mask(body), subject=mask(alerts.subject()))
     logger.info("notification sent through %s: %s", name, alerts.subject())
     return alerts

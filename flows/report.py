@@ -62,9 +62,11 @@ def summary_markdown(
     exported: Sequence[ExportedFile],
     published: Path | None = None,
     report: Path | None = None,
+    evidence: dict[str, Any] | None = None,
 ) -> str:
     """The run summary: per namespace requests, rows, sync issues, duration and status;
-    then the analytics row counts, the data checks, the analysts' copy and the reports."""
+    then the analytics row counts, the data checks, the analysts' copy, the reports and
+    the evidence chain's head (keep it: ``diligence verify --head`` checks a chain against it)."""
     loaded = [o for o in outcomes if o.status == "success"]
     failed = [o for o in outcomes if o.status != "success"]
     lines = [
@@ -121,6 +123,11 @@ def summary_markdown(
     if report is not None:
         uri = report.resolve().as_uri()
         lines += ["", f"HTML report (opens without network): [{report.name}]({uri}) `{report}`"]
+    if evidence is not None and evidence.get("head"):
+        lines += ["", "## evidence", "",
+                  f"head `{evidence['head']}` ({_plural(evidence['syncs'], 'sealed sync')}, "
+                  f"{_plural(evidence['responses'], 'response')} in `{_code(evidence['path'])}`); "
+                  "`diligence verify --head <this head>` proves the chain was not rewritten since"]
     return "\n".join(lines) + "\n"
 
 

@@ -36,7 +36,7 @@ def retry_if_transient(task: Any, task_run: TaskRun, state: State[Any]) -> bool:
 def first_attempt() -> bool:
     """True on the first attempt of the current task run (inside a task) or flow run.
 
-    A retry goes on from what the failed attempt fetched (its journals), so a run's
+    A retry goes on from what the failed attempt fetched (its manifest), so a run's
     `restart` parameter applies to its first attempt only.
     """
     count = task_run.run_count if task_run.id else flow_run.run_count

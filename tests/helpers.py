@@ -43,7 +43,8 @@ def requests_answered(server: SandboxServer) -> int:
 
 
 def copy_warehouse(source: Path, target: Path) -> Path:
-    """`target`: a copy of the synced warehouse `source` with dlt's folder beside it, so a
+    """`target`: a copy of the synced warehouse `source` with dlt's folder and the evidence
+    store beside it, so a
     test that changes a synced warehouse works on its own copy instead of syncing again."""
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, target)
@@ -51,6 +52,9 @@ def copy_warehouse(source: Path, target: Path) -> Path:
     if wal.exists():
         shutil.copyfile(wal, target.with_name(target.name + ".wal"))
     shutil.copytree(pipelines_dir_of(source), pipelines_dir_of(target))
+    evidence = source.with_name(source.name.removesuffix(".duckdb") + ".evidence")
+    if evidence.is_dir():  # the evidence store beside it (its manifests name the source)
+        shutil.copytree(evidence, target.with_name(target.name.removesuffix(".duckdb") + ".evidence"))
     return target
 
 

@@ -16,227 +16,50 @@ The logic of each convenience lives in its own module (``check``, ``select``,
 here only parse, call and print.
 """
 
+
 from __future__ import annotations
 
-import functools
 import json
 import sys
-from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from ..config import DEMO_WAREHOUSE
-from ..config import expiring_within_days as configured_expiry
-from ..errors import DiligenceError, WarehouseNotReadyError, disk_full_line, raised_on_purpose
-from ..logs import LazySecrets, configure_logging, mask_secrets
-from ..memory import bound_process_memory
-from ..safe_text import console_text, terminal_text
-from ..warehouse import DEFAULT_WAREHOUSE, Warehouse, open_warehouse
+from ..safe_text import console_text
+from ..warehouse import DEFAULT_WAREHOUSE
 from ..warehouse.migrate import migrate_warehouse as migrate
-from .consoles import make_console
-from .credentials_input import read_password_stdin
-from .hints import hint_for
+from . import evidence as _evidence_commands  # noqa: F401 - registers verify, evidence, replay
+from .base import (
+    _AS_OF_SLACK,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    CommandError,
+    DataPathOption,
+    EvidenceOption,
+    WarehouseOption,
+    _expiring_default,
+    _no_warehouse,
+    _parse_as_of,
+    _password_from_stdin,
+    _quiet,
+    _require_data,
+    _say,
+    _state,
+    _warehouse,
+    app,
+    err,
+    handle_errors,
+    out,
+)
 from .progress import SyncProgress
 from .select import SelectError, parse_select
 from .summary import run_summary, write_summary
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-app = typer.Typer(
-    name="diligence",
-    help=(
-        "Bring counterparties' companies, connections, questionnaires and documents into a "
-        "DuckDB warehouse, build the analytics models and export reports."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-out = make_console()
-err = make_console(stderr=True)
-_state: dict[str, Any] = {"debug": False, "verbosity": 0, "secrets": ()}
-
-WarehouseOption = Annotated[
-    str | None,
-    typer.Option(
-        "--warehouse", "-w", envvar="DILIGENCE_WAREHOUSE", show_default=False,
-        help="DuckDB file of the warehouse (default: config [warehouse] location, else "
-        f"{DEFAULT_WAREHOUSE}), or a DuckLake: ducklake:postgres:<conninfo>.",
-    ),
-]
-DataPathOption = Annotated[
-    str | None,
-    typer.Option(
-        "--data-path", envvar="DILIGENCE_DATA_PATH", show_default=False,
-        help="A DuckLake's Parquet files: a directory or s3://... (config [warehouse] data_path).",
-    ),
-]
-
-
-# Exit codes (CONTRACT.md: 0 on success, non-zero on failure), all in `handle_errors`,
-# one per kind of error whatever the command: our errors carry theirs (`exit_code`:
-# EXIT_USAGE when the command cannot run as given, a bad option or a warehouse not ready
-# for it yet; EXIT_FAILED when the work failed); the client's (SourceError, see
-# diligence.errors) are EXIT_FAILED; each prints its message. Anything else is a bug:
-# EXIT_FAILED, its class name and a hint to run with --debug.
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-
-
-def _warehouse(location: str | None, data_path: str | None) -> Warehouse:
-    """The Warehouse of the options/env/config; one clear line when unusable."""
-    return open_warehouse(location, data_path)
-
-
-def _require_data(owner: Warehouse, *, writing: bool = False) -> None:
-    if writing and owner.is_lake:  # one clear line before anything is written
-        from ..warehouse.lake import check_location  # start-up: the lake module loads DuckDB
-
-        check_location(owner.location)
-    if not owner.exists():
-        raise _no_warehouse(owner)
-
-
-def _no_warehouse(owner: Warehouse) -> WarehouseNotReadyError:
-    hint = ""
-    if owner.path == DEFAULT_WAREHOUSE and DEMO_WAREHOUSE.exists():
-        hint = f" (`diligence demo` wrote {DEMO_WAREHOUSE}: pass --warehouse {DEMO_WAREHOUSE})"
-    return WarehouseNotReadyError(f"no warehouse at {owner.display()}; run `diligence sync` first{hint}")
-
-
-class CommandError(DiligenceError):
-    """An error to print as one line, with its exit code (even with --debug)."""
-
-    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
-        super().__init__(message)
-        self.exit_code = code
-
-
-def _quiet() -> bool:
-    return bool(_state["verbosity"] < 0)
-
-
-def _say(message: str) -> None:
-    """A progress line on stdout, left out with --quiet."""
-    if not _quiet():
-        out.print(message, highlight=False)
-
-
-def _password_from_stdin(asked: bool) -> str | None:
-    """The password from stdin when `asked` (else None); masked in every log line from now."""
-    if not asked:
-        return None
-    try:
-        password = read_password_stdin()
-    except ValueError as exc:
-        raise CommandError(str(exc), EXIT_USAGE) from None
-    _state["secrets"].add(password)
-    return password
-
-
-def _configured_secrets() -> list[str | None]:
-    """Configured secret values, so that logs can mask them wherever they appear."""
-    from pipelines.company_connections.credentials import configured_secret  # start-up: dlt
-
-    return [configured_secret(key) for key in ("password", "access_token")]
-
-
-def handle_errors(func: F) -> F:
-    """Turn expected failures into one line on stderr and an exit code."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        # looked up when a line is first masked: an `export` or `report` that masks nothing
-        # never imports the source package for it
-        _state["secrets"] = LazySecrets(_configured_secrets)
-        configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
-
-        def error_line(text: str) -> None:
-            # one line whatever its length; [..] in it is text, not markup
-            line = " ".join(mask_secrets(text, _state["secrets"]).split())
-            err.print(f"[red]error:[/red] {escape(terminal_text(line))}", highlight=False)
-
-        try:
-            return func(*args, **kwargs)
-        except typer.Exit:
-            raise
-        except CommandError as exc:
-            full = disk_full_line(exc)  # e.g. every namespace failed on a full disk
-            error_line(full or str(exc))
-            raise typer.Exit(EXIT_FAILED if full else exc.exit_code) from None
-        except KeyboardInterrupt:
-            err.print("interrupted")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        except Exception as exc:
-            if _state["debug"]:
-                raise
-            full = disk_full_line(exc)  # said as such, whatever step the full disk stopped
-            hint = full or hint_for(exc)
-            known = hint is not None or raised_on_purpose(exc)
-            text = hint or (str(exc) if known else f"{type(exc).__name__}: {exc}")
-            error_line(text)
-            if not known:
-                err.print("run with --debug for the traceback", style="dim", highlight=False)
-            code = exc.exit_code if isinstance(exc, DiligenceError) and full is None else EXIT_FAILED
-            raise typer.Exit(code) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        from importlib.metadata import version  # only --version reads the package metadata
-
-        out.print(f"diligence {version('diligence-warehouse')}", highlight=False)
-        raise typer.Exit()
-
-
-@app.callback()
-def main(
-    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks and debug logs.")] = False,
-    show_version: Annotated[bool, typer.Option(
-        "--version", help="Print the version and exit.", callback=_print_version,
-        is_eager=True)] = False,
-    quiet: Annotated[bool, typer.Option(
-        "--quiet", "-q", help="Print only errors and one final line.")] = False,
-    verbose: Annotated[bool, typer.Option(
-        "--verbose", "-v", help="Log each namespace's progress and our debug lines (never secrets).")] = False,
-) -> None:
-    """diligence-warehouse: sync, model, export, schedule."""
-    if quiet and verbose:
-        err.print("[red]error:[/red] --quiet and --verbose exclude each other", highlight=False)
-        raise typer.Exit(EXIT_USAGE)
-    _state["debug"] = debug
-    _state["verbosity"] = -1 if quiet else 1 if verbose else 0
-    bound_process_memory()  # before any thread exists
-
-
-def _expiring_default() -> int:
-    return configured_expiry()
-
-
-#: an --as-of this close to now counts as now (clock skew, "now" typed by a script)
-_AS_OF_SLACK = timedelta(minutes=5)
-
-
-def _parse_as_of(value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise CommandError(
-            f"--as-of {value!r} is not a timestamp; use e.g. 2026-01-31 or 2026-01-31T06:00:00",
-            EXIT_USAGE,
-        ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_USAGE", "CommandError", "app", "err", "handle_errors", "out"]
 
 # -- sync ------------------------------------------------------------------------------
 @app.command()
@@ -247,6 +70,7 @@ def sync(
     ] = None,
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
+    evidence: EvidenceOption = None,
     namespace: Annotated[
         list[str] | None,
         typer.Option("--namespace", "-n", help="Company ID to sync; repeat for several (default: all)."),
@@ -283,7 +107,7 @@ def sync(
     ] = False,
     restart: Annotated[
         bool, typer.Option("--restart", help="Start from zero: discard what an interrupted sync "
-                           "left to resume (its journals), and read every namespace again.")
+                           "left to resume (its unsealed manifest), and read every namespace again.")
     ] = False,
 ) -> None:
     """Sync every namespace into the raw dataset, then build the models.
@@ -296,7 +120,7 @@ def sync(
     from ..steps import run_pipeline  # start-up: dlt and dbt load when a command runs
     from ..sync import source_settings
 
-    owner = _warehouse(warehouse, data_path)
+    owner = _warehouse(warehouse, data_path, evidence)
     try:
         resources = parse_select(select)
     except SelectError as exc:
@@ -398,6 +222,10 @@ def _print_sync(result: Any) -> None:
         f"{selected} into {result.warehouse} in {result.seconds:.1f}s",
         highlight=False,
     )
+    if getattr(result, "evidence_head", None):
+        broken = "; the chain was broken before it (recorded: see `diligence verify`)" \
+            if result.evidence_break else ""
+        out.print(f"evidence sealed: head {result.evidence_head}{broken}", highlight=False)
 
 
 def _print_downloads(result: Any, folder: Path | None) -> None:
@@ -713,6 +541,7 @@ def demo(
 def status(
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
+    evidence: EvidenceOption = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the status as one JSON object (keys in docs/cli.md).")
     ] = False,
@@ -724,13 +553,20 @@ def status(
     """Last syncs with their outcome, row counts per table, open sync issues, freshness,
     failed sync attempts, and whether a sync is running now."""
     # start-up: DuckDB and dbt load when the command runs
-    from .status import collect_status, render_status, resumable_status, source_freshness_status
+    from .status import (
+        collect_status,
+        evidence_status,
+        render_status,
+        resumable_status,
+        source_freshness_status,
+    )
 
-    owner = _warehouse(warehouse, data_path)
+    owner = _warehouse(warehouse, data_path, evidence)
     if owner.is_lake:
         _require_data(owner)
     data = collect_status(owner)
     data["resumable"] = resumable_status(owner)
+    data["evidence"] = evidence_status(owner)
     if sources and data["state"] == "ready":
         data["sources"] = source_freshness_status(owner)
     if data["state"] == "missing" and not data["failed_attempts"] and not data["resumable"]:

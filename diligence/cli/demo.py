@@ -92,5 +92,7 @@ def run_demo(
             + ", ".join(sorted({f.path.name for f in files}))
             + ")",
             f"Report:    {report.path}  (open it in a browser; it needs no network)",
+            *([f"Evidence:  {owner.evidence_root}  (every response, sealed; head {result.evidence_head[:16]}; "
+               f"try: diligence verify -w {warehouse})"] if result.evidence_head else []),
         ]
     )

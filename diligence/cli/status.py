@@ -16,14 +16,15 @@ tables. The shape::
      "open_sync_issues_total": 3,
      "failed_attempts": [{"at", "pid", "error"}],               # since the last sync
      "resumable": [{"namespace_company_id", "requests_kept", "since"}],
+     "evidence": {"path", "head", "syncs", "responses", "bytes"} | null,
      "sources": [{"table", "status", "max_loaded_at", "age_seconds"}]}  # --sources only
 
 A sync that failed before any namespace (credentials, user-info, unreachable) is not
 in ``raw.sync_runs``; it is read from :mod:`diligence.attempts`. While a sync holds the
 writer lock (:mod:`diligence.warehouse.lock`) the status says so, and while the first sync
 creates the warehouse it says only that. ``resumable`` lists the namespaces an
-interrupted sync left journals of (:mod:`diligence.resume`): the next sync goes on
-from them. ``sources`` (``--sources``) is ``dbt source freshness`` on the raw tables,
+interrupted sync left unfinished (its manifest, :mod:`diligence.resume`): the next sync
+goes on from them. ``evidence`` is the evidence store (null: evidence is off). ``sources`` (``--sources``) is ``dbt source freshness`` on the raw tables,
 with the thresholds of the dbt project (:mod:`diligence.analytics.dbt_docs`).
 """
 
@@ -42,12 +43,14 @@ from rich.table import Table
 from ..analytics.dbt_docs import source_freshness
 from ..attempts import failed_attempts
 from ..errors import WarehouseBusyError
-from ..resume import resumable_journals
+from ..evidence.chain import evidence_summary as evidence_status
+from ..resume import resumable_namespaces
 from ..safe_text import console_text
 from ..warehouse import Warehouse, table_names
 from ..warehouse.lock import creating, lock_holder
 
-__all__ = ["RAW_COUNTS", "collect_status", "render_status", "resumable_status", "source_freshness_status"]
+__all__ = ["RAW_COUNTS", "collect_status", "evidence_status", "render_status", "resumable_status",
+           "source_freshness_status"]
 
 #: raw tables counted: key in `row_counts` -> query
 RAW_COUNTS = {
@@ -113,10 +116,10 @@ def _attempts_since(warehouse: Path, since: datetime | None) -> list[dict[str, A
 
 
 def resumable_status(owner: Warehouse) -> list[dict[str, Any]]:
-    """The ``resumable`` part of the status: journals an interrupted sync left."""
+    """The ``resumable`` part of the status: what an interrupted sync left to go on from."""
     return [
         {"namespace_company_id": j.namespace, "requests_kept": j.requests_kept, "since": _iso(j.since)}
-        for j in resumable_journals(owner)
+        for j in resumable_namespaces(owner)
     ]
 
 
@@ -239,10 +242,15 @@ def render_status(warehouse: Path | str, console: Console, status: dict[str, Any
         table = Table(title="Interrupted sync: the next sync resumes these (--restart: from zero)")
         for column in ("namespace", "requests kept", "since"):
             table.add_column(column)
-        for journal in status["resumable"]:
-            table.add_row(console_text(journal["namespace_company_id"]),
-                          f"{journal['requests_kept']:,}", journal["since"] or "")
+        for resumable in status["resumable"]:
+            table.add_row(console_text(resumable["namespace_company_id"]),
+                          f"{resumable['requests_kept']:,}", resumable["since"] or "")
         console.print(table)
+    evidence = status.get("evidence")
+    if evidence and evidence["head"]:
+        console.print(f"evidence: {evidence['syncs']:,} sealed syncs, {evidence['responses']:,} responses, "
+                      f"{evidence['bytes'] / 1e6:.1f} MB in {console_text(evidence['path'])}; head {evidence['head']}",
+                      highlight=False)
     if status["state"] != "ready":
         return status
 

@@ -16,11 +16,15 @@ and the rows each raw table received. The shape (stable keys, documented in docs
                      "retries", "throttled_429", "rows", "rows_per_table", "issues",
                      "duration_seconds", "load_seconds", "error", "requests_kept"}],
      "not_read_again": {"<namespace>": "<why>"},   # committed by an interrupted sync
+     "evidence": null | {"head", "break"},         # the chain's head once sealed
      "models": null | {"seconds", "row_counts", "failed_checks", "published"}}
 
 ``requests`` are the logical requests a namespace sent; ``attempts`` what was sent
-for it (retries included); ``requests_kept`` those answered from the journal of an
-interrupted sync that this one resumed (see :mod:`diligence.resume`). Nothing in it is a secret: no credentials, tokens or URLs
+for it (retries included); ``requests_kept`` those answered from the evidence of an
+interrupted sync that this one resumed (see :mod:`diligence.resume`). ``evidence.head``
+is the evidence chain's head once this sync's manifest is sealed (``break``: why the
+chain could not be followed, recorded in it; null when it linked); ``evidence`` is null
+when the warehouse keeps none. Nothing in it is a secret: no credentials, tokens or URLs
 with user info (the base URL is not included at all). Written to a temporary file,
 then moved into place.
 """
@@ -115,6 +119,7 @@ def run_summary(result: PipelineResult) -> dict[str, Any]:
             "requests_kept": sum(o.requests_kept for o in sync.namespaces),
         },
         "not_read_again": dict(sync.not_read_again),
+        "evidence": {"head": sync.evidence_head, "break": sync.evidence_break} if sync.evidence_head else None,
         "rows_per_table": _total_rows_per_table(sync),
         "namespaces": namespaces,
         "models": models,

@@ -45,10 +45,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import DEFAULT_WAREHOUSE, configured
+from ..config import DEFAULT_WAREHOUSE, configured, evidence_enabled, evidence_path
 from ..errors import WarehouseBusyError
 from .filemodes import make_dirs, private_files
-from .location import WarehouseLocation, WarehouseLocationError, is_lake_uri, parse_location
+from .location import WarehouseLocation, WarehouseLocationError, is_lake_uri, parse_location, redact
 from .lock import lock_holder, process_alive, protect_outputs, writer_lock
 from .migrate import require_readable
 from .paths import pipelines_dir_of, published_path, stale_publishing, wal_of
@@ -247,6 +247,8 @@ class Warehouse:
         data_path: str | Path | None = None,
         *,
         pipelines_root: Path | None = None,
+        evidence: str | Path | None = None,
+        keep_evidence: bool = True,
     ) -> None:
         if not isinstance(location, WarehouseLocation):
             location = parse_location(location, data_path)
@@ -259,6 +261,9 @@ class Warehouse:
                 f"e.g. {self.path / DEFAULT_WAREHOUSE.name}"
             )
         self._pipelines_root = pipelines_root
+        self._evidence = Path(evidence).expanduser() if evidence else None
+        #: whether syncs keep their evidence (responses and manifests)
+        self.keep_evidence = keep_evidence
         self._pipelines: dict[str | None, SupportsPipeline] = {}
         #: the session connection the file's pipeline loads through (None: its own)
         #: the session connection each pipeline loads through (None: its own)
@@ -342,6 +347,26 @@ class Warehouse:
             return pipelines_dir_of(self.path)
         digest = hashlib.sha256(self.location.uri.encode()).hexdigest()[:12]
         return DEFAULT_WAREHOUSE.parent.resolve() / ".dlt-pipelines" / f"lake-{digest}"
+
+    @property
+    def evidence_root(self) -> Path | None:
+        """The evidence store (responses and manifests, see
+        :mod:`pipelines.company_connections.store`): the one given, else beside the
+        warehouse (``data/warehouse.duckdb`` -> ``data/warehouse.evidence``; a lake's
+        beside its data path, ``<data path>.evidence``, never inside it). None when
+        evidence is not kept."""
+        if not self.keep_evidence:
+            return None
+        if self._evidence is not None:
+            return self._evidence
+        if self.path is not None:
+            return self.path.with_name(self.path.name.removesuffix(".duckdb") + ".evidence")
+        data_path = str(self.location.data_path or "").rstrip("/")
+        if "://" in data_path:
+            raise WarehouseLocationError(
+                f"a lake with its data in {redact(data_path)} keeps its evidence where "
+                "[evidence] path (or DILIGENCE_EVIDENCE, --evidence) says: set it")
+        return Path(data_path).expanduser().with_name(Path(data_path).name + ".evidence")
 
     def pipeline(self, namespace: str | None = None) -> SupportsPipeline:
         """The dlt pipeline that writes `raw` (created once per owner). A lake has one per
@@ -591,13 +616,15 @@ def open_warehouse(
     data_path: str | Path | None = None,
     *,
     pipelines_root: Path | None = None,
+    evidence: str | Path | None = None,
 ) -> Warehouse:
     """The :class:`Warehouse` of the settings (see :func:`warehouse_settings`): what the
     CLI's ``--warehouse``/``--data-path`` and the flows' ``warehouse``/``data_path``
     parameters name, else what is configured. Raises one line
     (``WarehouseLocationError``) for a malformed location, and ``WarehouseFormatError``
     for a file a newer DuckDB wrote; nothing is opened or written yet."""
-    owner = Warehouse(*warehouse_settings(location, data_path), pipelines_root=pipelines_root)
+    owner = Warehouse(*warehouse_settings(location, data_path), pipelines_root=pipelines_root,
+                      evidence=evidence_path(evidence), keep_evidence=evidence_enabled())
     if owner.path is not None:
         require_readable(owner.path)
     return owner

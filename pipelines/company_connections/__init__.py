@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import shutil
 import sys
 import threading
 from collections.abc import Callable, Collection, Coroutine, Iterator, Mapping, Sequence
@@ -46,6 +47,7 @@ from dlt.extract import DltResource
 
 from . import settings as s
 from .config import SourceSettings, resolve_settings
+from .evidence import EvidenceLog, Kept, ManifestIdentity
 from .extract import (
     NamespaceFailure,
     NamespaceResult,
@@ -54,8 +56,8 @@ from .extract import (
     SyncIssue,
     extract_namespaces,
 )
-from .journal import JournalBook, JournalIdentity, journal_summaries
 from .limits import RequestBudget
+from .manifest import Sealed, seal
 from .namespaces import plan_namespaces
 from .schema import CURRENT_STATE, HISTORY, TABLE_COLUMNS, arrow_schema
 from .staging import StagedTable, read_batches, warm_up_conversions
@@ -75,10 +77,10 @@ __all__ = [
     "DATA_RESOURCES",
     "selected_rows",
     "arrow_schema",
-    "JournalBook",
+    "EvidenceLog",
+    "Kept",
+    "ManifestIdentity",
     "plan_namespaces",
-    "JournalIdentity",
-    "journal_summaries",
 ]
 
 T = TypeVar("T")
@@ -121,9 +123,11 @@ class _Fetch:
     """Runs :func:`extract_namespaces` on its own event loop thread; results go to a queue."""
 
     def __init__(self, settings: SourceSettings, budget: RequestBudget | None,
-                 **options: Any) -> None:
+                 evidence: EvidenceLog | None, transport: Any = None, **options: Any) -> None:
         self.settings = settings
         self.budget = budget
+        self.evidence = evidence
+        self.transport = transport
         self.options = options
         self.results: queue.Queue[Any] = queue.Queue()
         self.error: BaseException | None = None
@@ -141,7 +145,8 @@ class _Fetch:
         self._task = asyncio.current_task()
         if self._cancelled.is_set():
             return
-        async with self.settings.client(budget=self.budget) as client:
+        async with self.settings.client(budget=self.budget, evidence=self.evidence,
+                                        transport=self.transport) as client:
             self.stats = client.stats
             await extract_namespaces(
                 client, on_complete=self.results.put, on_all_read=self.read_all.set, **self.options
@@ -174,14 +179,28 @@ class NamespaceStream:
 
     Iterate it to get each :class:`NamespaceResult` the moment it is complete; errors
     that stop the whole run are raised once the namespaces already completed have been
-    yielded. :meth:`close` (also on leaving a ``with`` block) cancels a fetch still
-    running and waits for its thread; the staged rows of namespaces not yet complete are
-    deleted by the fetch itself.
+    yielded. Once the caller has committed a result (its snapshot, or a failure's run
+    log), it says so with :meth:`committed`: the stream records the outcome in its
+    manifest and deletes the result's staged files. :meth:`close` (also on leaving a
+    ``with`` block) cancels a fetch still running and waits for its thread; the staged
+    rows of namespaces not yet complete are deleted by the fetch itself. When every
+    namespace was read and committed, the manifest is sealed into the evidence chain,
+    after the interrupted syncs' manifests it continued (:attr:`head`); otherwise it is
+    left unsealed, as the next sync's evidence to resume from.
     """
 
-    def __init__(self, fetch: _Fetch, on_stats: Callable[[Any], None] | None = None) -> None:
+    def __init__(self, fetch: _Fetch, on_stats: Callable[[Any], None] | None = None,
+                 continued: Sequence[Path] = ()) -> None:
         self._fetch = fetch
         self._on_stats = on_stats
+        self._continued = list(continued)
+        self._yielded = 0
+        self._committed = 0
+        self._ended = False
+        #: the chain's head once this sync's manifest is sealed
+        self.head: str | None = None
+        #: why the chain could not be followed when it was sealed (recorded in it)
+        self.chain_break: str | None = None
         self._thread = threading.Thread(target=fetch.run, name="company-connections-fetch", daemon=True)
         # The caller's loads are Python work that holds the GIL; the fetch thread gets it
         # back within FETCH_SWITCH_INTERVAL (instead of 5 ms), so responses are not kept
@@ -203,9 +222,29 @@ class NamespaceStream:
             item = self._fetch.results.get()
             if item is _DONE:
                 break
+            self._yielded += 1
             yield item
         if self._fetch.error is not None:
             raise self._fetch.error
+        self._ended = True
+
+    def committed(self, result: NamespaceResult) -> None:
+        """The caller committed `result`: its outcome goes into the manifest, its staged
+        files are deleted."""
+        evidence = self._fetch.evidence
+        if evidence is not None:
+            failed = isinstance(result, NamespaceFailure)
+            evidence.writer.outcome(result.namespace_company_id, "failed" if failed else "committed",
+                                    result.error if failed else None)
+        self.discard(result)
+        self._committed += 1
+
+    @staticmethod
+    def discard(result: NamespaceResult) -> None:
+        """Delete a result's staged files (it was committed, or its load failed)."""
+        folder = getattr(result, "folder", None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
     @property
     def read_all(self) -> bool:
@@ -224,9 +263,25 @@ class NamespaceStream:
             self._fetch.cancel()
             self._thread.join()
         sys.setswitchinterval(self._switch_interval)
+        evidence = self._fetch.evidence
+        if evidence is not None:
+            evidence.writer.close()
+            if self._ended and self._committed == self._yielded and self.head is None:
+                for interrupted in self._continued:  # first the syncs it went on from
+                    if interrupted.exists():  # (another sync may have sealed it meanwhile)
+                        self._note_break(seal(interrupted, "interrupted"))
+                sealed = evidence.writer.seal()
+                self._note_break(sealed)
+                self.head = sealed.hash
+            elif evidence.writer.entries == 0:  # refused at login: nothing to keep
+                evidence.writer.path.unlink(missing_ok=True)
         on_stats, self._on_stats = self._on_stats, None
         if on_stats is not None and self._fetch.stats is not None:
             on_stats(self._fetch.stats)
+
+    def _note_break(self, sealed: Sealed) -> None:
+        if sealed.breaks and self.chain_break is None:
+            self.chain_break = sealed.breaks
 
     def __enter__(self) -> NamespaceStream:
         return self
@@ -245,8 +300,10 @@ def stream_namespaces(
     synced_at: datetime | None = None,
     on_stats: Callable[[Any], None] | None = None,
     budget: RequestBudget | None = None,
-    journals: JournalBook | None = None,
+    evidence: EvidenceLog | None = None,
+    continued: Sequence[Path] = (),
     skip: Mapping[str, str] | None = None,
+    transport: Any = None,
 ) -> NamespaceStream:
     """Start reading the namespaces concurrently; iterate the stream to get each one's result.
 
@@ -260,14 +317,18 @@ def stream_namespaces(
     the client's traffic counters (:class:`~.client.RequestStats`: requests, retries,
     429s, per namespace too) when the stream is closed, however it ends. `budget`
     (a :class:`~.limits.RequestBudget`) shares the account's requests with other
-    processes. `journals` keeps each namespace's completed requests on disk and
-    resumes an interrupted read; `skip` names namespaces not to read, with the reason
-    (see :func:`~.extract.extract_namespaces`).
+    processes. `evidence` keeps every response and the sync's manifest, and answers
+    what interrupted syncs had read (their manifests, `continued`, are sealed before
+    this one's); `skip` names namespaces not to read, with the reason (see
+    :func:`~.extract.extract_namespaces`). `transport` (an ``httpx.AsyncBaseTransport``)
+    answers instead of the network: a replay of kept evidence.
     """
     staging_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     fetch = _Fetch(
         settings,
         budget,
+        evidence,
+        transport,
         namespaces=list(namespaces or settings.namespaces or []) or None,
         staging_dir=staging_dir,
         batch_size=settings.batch_size,
@@ -276,10 +337,9 @@ def stream_namespaces(
         synced_at=synced_at or datetime.now(timezone.utc),
         known_namespaces=known_namespaces,
         stall_timeout=settings.stall_timeout or None,
-        journals=journals,
         skip=skip,
     )
-    return NamespaceStream(fetch, on_stats)
+    return NamespaceStream(fetch, on_stats, continued)
 
 
 # -- the source of one namespace -------------------------------------------------------------

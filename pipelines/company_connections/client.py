@@ -88,7 +88,9 @@ from .errors import (
     ServiceError,
     redact,
 )
+from .evidence import Answer, EvidenceLog, last_answer, set_answer
 from .limits import AdaptiveThrottle, PriorityGate, RequestBudget
+from .manifest import Entry
 from .models import (
     Company,
     ConnectionDetail,
@@ -120,6 +122,7 @@ from .urls import (
     path_of,
     segment,
     tls_verify,
+    unsigned_url_answer,
     validate_base_url,
 )
 
@@ -129,6 +132,21 @@ logger = logging.getLogger("diligence.client")
 T = TypeVar("T")
 
 _BASIC, _BEARER, _GIVEN = "basic", "bearer", "given"
+
+
+def _is_auth(path: str) -> bool:
+    """Whether `path` is login or token renewal (endpoints 1, 2), whose answers carry a
+    token and are never kept as evidence."""
+    return path.rstrip("/").endswith((s.LOGIN_PATH.rstrip("/"), s.RENEW_TOKEN_PATH.rstrip("/")))
+
+
+def _where(response: httpx.Response, path: str) -> str:
+    """The path and query a response answered (the manifest's key); `path` when the
+    response does not carry its request (a mock transport's)."""
+    try:
+        return response.request.url.raw_path.decode("ascii")
+    except RuntimeError:
+        return path
 _TRANSPORT_ERRORS = (httpx.TransportError, httpx.DecodingError)
 
 
@@ -200,6 +218,7 @@ class ServiceClient:
         relogin_budget: int = s.DEFAULT_RELOGIN_BUDGET,
         max_retry_after: float = s.DEFAULT_MAX_RETRY_AFTER,
         budget: RequestBudget | None = None,
+        evidence: EvidenceLog | None = None,
     ) -> None:
         self._base = validate_base_url(base_url, allow_insecure_http)
         self._allow_insecure_http = allow_insecure_http
@@ -232,6 +251,8 @@ class ServiceClient:
         self._max_concurrency = max_concurrency
         self._max_retry_after = max_retry_after
         self._budget = budget
+        #: where the responses go, and answers an interrupted sync left (None: not kept)
+        self.evidence = evidence
         self._timeout = request_timeout
         self._max_response_bytes, self._max_download_bytes = max_response_bytes, max_download_bytes
         self._transport = transport
@@ -352,7 +373,7 @@ class ServiceClient:
     async def company(self, namespace: str, company_id: str) -> Company:
         """Endpoint 4: one company's details."""
         path = s.COMPANY_PATH.format(company_id=segment(company_id))
-        return await self._get(path, namespace, lambda r: Company.model_validate(parse_json(r)))
+        return await self._get(path, namespace, lambda r: Company.model_validate(parse_json(r)), kept=True)
 
     async def connections(self, namespace: str) -> list[ConnectionEntry]:
         """Endpoint 5: every connection of the namespace (all pages)."""
@@ -361,18 +382,19 @@ class ServiceClient:
     async def connection(self, namespace: str, company_id: str) -> ConnectionDetail:
         """Endpoint 6: one connection with its reading rights."""
         path = s.CONNECTION_PATH.format(company_id=segment(company_id))
-        return await self._get(path, namespace, lambda r: ConnectionDetail.model_validate(parse_json(r)))
+        return await self._get(path, namespace, lambda r: ConnectionDetail.model_validate(parse_json(r)),
+                               kept=True)
 
     async def questionnaire(self, namespace: str, company_id: str, company_type_id: str) -> Questionnaire:
         """Endpoint 7: a company's questionnaire for a company type, with answers."""
         path = s.QUESTIONNAIRE_PATH.format(company_id=segment(company_id),
                                            company_type_id=segment(company_type_id))
-        return await self._get(path, namespace, lambda r: Questionnaire.from_body(parse_json(r)))
+        return await self._get(path, namespace, lambda r: Questionnaire.from_body(parse_json(r)), kept=True)
 
     async def template(self, namespace: str, company_type_id: str) -> Questionnaire:
         """Endpoint 8: the questionnaire of a company type, without answers."""
         path = s.TEMPLATE_PATH.format(company_type_id=segment(company_type_id))
-        return await self._get(path, namespace, lambda r: Questionnaire.from_body(parse_json(r)))
+        return await self._get(path, namespace, lambda r: Questionnaire.from_body(parse_json(r)), kept=True)
 
     async def field_information(self, namespace: str, company_id: str, field_id: str) -> FieldInformation:
         """Endpoint 9: the answer of one field."""
@@ -384,12 +406,13 @@ class ServiceClient:
         """Endpoint 10: a company's documents under a company type (all pages)."""
         path = s.DOCUMENTS_PATH.format(company_id=segment(company_id),
                                        company_type_id=segment(company_type_id))
-        return await self._get_list(path, namespace, Document)
+        return await self._get_list(path, namespace, Document, kept=True)
 
     async def document_url(self, namespace: str, document_id: str) -> DocumentUrl:
         """Endpoint 11: a temporary download URL of a document."""
         path = s.DOCUMENT_URL_PATH.format(document_id=segment(document_id))
-        return await self._get(path, namespace, lambda r: DocumentUrl.model_validate(parse_json(r)))
+        return await self._get(path, namespace, lambda r: DocumentUrl.model_validate(parse_json(r)),
+                               keep=unsigned_url_answer)
 
     async def download(self, url: str, dest: pathlib.Path) -> DownloadResult:
         """Stream a signed document URL to `dest` (temp file, then rename).
@@ -407,6 +430,13 @@ class ServiceClient:
         return await self.retries.run(
             "GET", path, None, lambda attempt: download_once(self, target, path, dest, limited, attempt))
 
+    def record_document_file(self, namespace: str, document_id: str, result: DownloadResult) -> None:
+        """Record a downloaded document's file (its SHA-256 and size) in the evidence,
+        beside the URL answer it came from (nothing without evidence)."""
+        if self.evidence is not None:
+            path = self._prefix + s.DOCUMENT_URL_PATH.format(document_id=segment(document_id))
+            self.evidence.record_file(path, namespace, result.sha256, result.size)
+
     async def _check_download_request(self, request: httpx.Request) -> None:
         """Before each download request (redirects too): http(s) rules of
         `checked_download_url`, then a public address (see :mod:`.addresses`)."""
@@ -419,21 +449,29 @@ class ServiceClient:
     def _url(self, path: str) -> httpx.URL:
         return httpx.URL(self._base + path)
 
-    async def _get(self, path: str, namespace: str | None, parse: Callable[[httpx.Response], T]) -> T:
-        return await self._call("GET", self._url(path), self._prefix + path, namespace, _BEARER, parse)
+    async def _get(self, path: str, namespace: str | None, parse: Callable[[httpx.Response], T],
+                   *, kept: bool = False, keep: Callable[[bytes], bytes] | None = None) -> T:
+        return await self._call("GET", self._url(path), self._prefix + path, namespace, _BEARER, parse,
+                                kept=kept, keep=keep)
 
-    async def _get_list(self, path: str, namespace: str, item_type: type[T]) -> list[T]:
+    async def _get_list(self, path: str, namespace: str, item_type: type[T], *, kept: bool = False) -> list[T]:
         items_adapter = adapter(list[item_type])  # type: ignore[valid-type]
         url = self._url(path)
         path = self._prefix + path
         seen: set[httpx.URL] = set()
         items: list[T] = []
+        pages: list[Answer] = []
         for _ in range(s.MAX_PAGES):
             seen.add(url)
             page, next_link = await self._call(
-                "GET", url, path, namespace, _BEARER, lambda r: parse_page(r, items_adapter))
+                "GET", url, path, namespace, _BEARER, lambda r: parse_page(r, items_adapter), kept=kept)
             items.extend(page)
+            if (answer := last_answer()) is not None:
+                pages.append(Answer(answer.sha256s, (len(page),), answer.kept))
             if next_link is None:
+                if pages:  # the response that carried each item
+                    set_answer(Answer(tuple(a.sha256s[0] for a in pages),
+                                      tuple(a.page_items[0] for a in pages), all(a.kept for a in pages)))
                 return items
             url = self._resolve_next(url, path, next_link, namespace)
             path = path_of(url)
@@ -444,13 +482,33 @@ class ServiceClient:
                                   namespace=namespace)
 
     async def _call(self, method: str, url: httpx.URL, path: str, namespace: str | None, auth: str,
-                    parse: Callable[[httpx.Response], T], token: str | None = None) -> T:
+                    parse: Callable[[httpx.Response], T], token: str | None = None, *,
+                    kept: bool = False, keep: Callable[[bytes], bytes] | None = None) -> T:
+        """One logical request: answered from an interrupted sync's evidence when `kept`
+        allows and it has the answer, else sent (with retries); each answer used is
+        kept as evidence (`keep`: what of its body), and :func:`~.evidence.last_answer`
+        names it."""
+        # login and token renewal (endpoints 1, 2) answer with a token: never evidence
+        evidence = self.evidence if auth == _BEARER else None
+        where = url.raw_path.decode("ascii")  # the manifest's key: path and query
+        if evidence is not None:
+            set_answer(None)
+            if kept and (entry := evidence.lookup(method, where, namespace)) is not None:
+                with contextlib.suppress(FileNotFoundError):  # the store lost it: ask again
+                    return self._kept_answer(entry, evidence.body(entry), url, path, parse)
+
         async def once(attempt: int) -> T:
             if attempt > 1:
                 self.stats.count(namespace, "retries")
             response = await self._attempt(method, url, path, namespace, auth, token, attempt)
             try:
-                return parse(response)
+                result = parse(response)
+                if evidence is not None:
+                    body = keep(response.content) if keep is not None else response.content
+                    sha = evidence.record(method, where, namespace, response.status_code, body,
+                                          response.headers.get("link"))
+                    set_answer(Answer((sha,)))
+                return result
             except Refused as exc:
                 raise ResponseFormatError(str(exc), method=method, path=path, namespace=namespace,
                                           status_code=response.status_code) from None
@@ -465,6 +523,22 @@ class ServiceClient:
                                  status_code=response.status_code, cause=error) from None
 
         return await self.retries.run(method, path, namespace, once)
+
+    def _kept_answer(self, entry: Entry, body: bytes, url: httpx.URL, path: str,
+                     parse: Callable[[httpx.Response], T]) -> T:
+        """An answer an interrupted sync completed, parsed (or refused, 403/404) as the
+        service's own, and recorded again in this sync's manifest."""
+        assert self.evidence is not None
+        headers = {"link": entry.note} if entry.note and entry.note != "file" else {}
+        response = httpx.Response(entry.status, headers=headers, content=body,
+                                  request=httpx.Request(entry.method, url))
+        self.evidence.reuse(entry)
+        self.stats.count(entry.namespace, "kept")
+        set_answer(Answer((entry.sha256,), kept=True))
+        if entry.status != 200:
+            kind: type[ServiceError] = {403: DeniedError, 404: NotFoundError}[entry.status]
+            raise self._error(kind, response, entry.method, path, entry.namespace, "")
+        return parse(response)
 
     async def _attempt(self, method: str, url: httpx.URL, path: str, namespace: str | None,
                        auth: str, token: str | None, attempt: int) -> httpx.Response:
@@ -578,6 +652,9 @@ class ServiceClient:
             raise self._html_error(response, method, path, namespace)
         kind: type[ServiceError] = {401: AuthenticationError, 403: DeniedError,
                                     404: NotFoundError}.get(code, BadRequestError)
+        if code in (403, 404) and self.evidence is not None and not _is_auth(path):  # evidence too
+            sha = self.evidence.record(method, _where(response, path), namespace, code, response.content)
+            set_answer(Answer((sha,)))
         raise self._error(kind, response, method, path, namespace, "")
 
     def _error(self, kind: type[ServiceError], response: httpx.Response, method: str, path: str,

@@ -74,13 +74,15 @@ class SourceSettings(BaseConfiguration):
     max_retry_after: float = DEFAULT_MAX_RETRY_AFTER
     #: a namespace with no completed request for this long (seconds) fails
     stall_timeout: float = DEFAULT_STALL_TIMEOUT
-    #: an interrupted sync's journal younger than this (seconds) is resumed; 0: never
+    #: an interrupted sync's manifest younger than this (seconds) is resumed; 0: never
     resume_within: float = DEFAULT_RESUME_WITHIN
 
-    def client(self, budget: Any = None) -> Any:
+    def client(self, budget: Any = None, evidence: Any = None, transport: Any = None) -> Any:
         """A :class:`~.client.ServiceClient` for one run with these settings; `budget`
         (a :class:`~.limits.RequestBudget`) shares the account's requests with other
-        processes."""
+        processes; `evidence` (an :class:`~.evidence.EvidenceLog`) keeps what the service
+        said; `transport` (an ``httpx.AsyncBaseTransport``) answers instead of the
+        network (a replay of kept evidence)."""
         from .auth import FileTokenStore
         from .client import ServiceClient
 
@@ -106,6 +108,8 @@ class SourceSettings(BaseConfiguration):
             relogin_budget=self.relogin_budget,
             max_retry_after=self.max_retry_after,
             budget=budget,
+            evidence=evidence,
+            transport=transport,
         )
 
 

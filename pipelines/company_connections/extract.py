@@ -37,7 +37,6 @@ Outcomes per request:
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,19 +44,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-import orjson
-
 from .client import ServiceClient
 from .errors import AuthenticationError, DeniedError, NotFoundError, ServiceError, StalledError
-from .journal import JournalBook, RequestJournal
+from .evidence import last_answer
 from .limits import request_priority
 from .models import ConnectionDetail, ConnectionEntry, Role
 from .namespaces import plan_namespaces
+from .rows import (
+    company_row,
+    connection_row,
+    document_rows,
+    questionnaire_row,
+    role_row,
+    template_row,
+)
 from .staging import NamespaceStage, StagedTable
 
 T = TypeVar("T")
 
-logger = logging.getLogger("diligence.journal")
+logger = logging.getLogger("diligence.evidence")
 
 #: Connections of one namespace read at once (at least 4x the concurrency limit): their
 #: requests wait for a slot, the others are not started yet.
@@ -114,12 +119,10 @@ class NamespaceSnapshot:
     tables: dict[str, StagedTable] = field(default_factory=dict)
     issues: list[SyncIssue] = field(default_factory=list)
     folder: Path | None = None
-    #: requests answered from the journal of an interrupted read (not sent again)
+    #: requests answered from an interrupted sync's evidence (not sent again)
     kept: int = 0
-    #: when that interrupted read began
+    #: when that interrupted sync began
     kept_since: datetime | None = None
-    #: the namespace's request journal; delete it once the namespace is committed
-    journal: Path | None = None
 
     @property
     def row_count(self) -> int:
@@ -141,7 +144,7 @@ class NamespaceFailure:
     finished_at: datetime
     requests: int = 0
     issue: SyncIssue | None = None
-    #: requests answered from the journal of an interrupted read
+    #: requests answered from an interrupted sync's evidence
     kept: int = 0
 
 
@@ -157,20 +160,20 @@ class _RequestFailed(Exception):
         self.issue = issue
 
 
-def content_hash(*parts: str | None) -> str:
-    """A stable version hash of a row's identity and content (synced_at excluded)."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        digest.update(b"\x1f" + (part or "").encode())
-    return digest.hexdigest()
-
-
-def _json(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
 def _now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def _response() -> str | None:
+    """The response the client's last call in this task answered with (None: no
+    evidence is kept)."""
+    answer = last_answer()
+    return answer.sha256s[0] if answer is not None else None
+
+
+def _was_kept() -> bool:
+    answer = last_answer()
+    return answer is not None and answer.kept
 
 
 class _NamespaceReader:
@@ -185,10 +188,11 @@ class _NamespaceReader:
         stage: NamespaceStage,
         open_connections: int = OPEN_CONNECTIONS,
         stall_timeout: float | None = None,
-        journal: RequestJournal | None = None,
+        roles_response: str | None = None,
     ) -> None:
         self.client = client
-        self.journal = journal
+        self.roles_response = roles_response
+        self._list_response: str | None = None
         self.stall_timeout = stall_timeout
         self._last_done = asyncio.get_running_loop().time()
         self.open_connections = max(1, open_connections)
@@ -210,15 +214,16 @@ class _NamespaceReader:
 
     async def _call(self, request: Callable[[], Awaitable[T]]) -> T:
         """Run one request; it counts as done when it answered or failed, not when it
-        was cancelled (progress then reports it as cancelled)."""
+        was cancelled (progress then reports it as cancelled), and as kept (not sent)
+        when an interrupted sync's evidence answered it."""
         try:
             result = await request()
         except asyncio.CancelledError:
             raise
         except BaseException:
-            self._done()
+            self._done(sent=not _was_kept())
             raise
-        self._done()
+        self._done(sent=not _was_kept())
         return result
 
     def _done(self, *, sent: bool = True) -> None:
@@ -241,22 +246,7 @@ class _NamespaceReader:
         company_type_id: str | None,
         request: Callable[[], Awaitable[T]],
     ) -> T | None:
-        """Run a child request; 403/404 become a sync issue and ``None``.
-
-        With a journal, a request the interrupted read completed is answered from it
-        (not sent), and each outcome of this read is appended to it.
-        """
-        journal = self.journal
-        if journal is not None:
-            kept = journal.lookup(endpoint, company_id, company_type_id)
-            if kept is not None:
-                self._done(sent=False)
-                if kept.status == 200:
-                    return kept.answer  # type: ignore[no-any-return]
-                self.snapshot.issues.append(
-                    SyncIssue(endpoint, company_id, company_type_id, kept.status, kept.message or "")
-                )
-                return None
+        """Run a child request; 403/404 become a sync issue and ``None``."""
         try:
             answer = await self._call(request)
         except (DeniedError, NotFoundError) as exc:
@@ -269,8 +259,6 @@ class _NamespaceReader:
                     message=exc.message,
                 )
             )
-            if journal is not None:
-                journal.record(endpoint, company_id, company_type_id, status=exc.status_code, message=exc.message)
             return None
         except AuthenticationError:
             raise
@@ -284,8 +272,6 @@ class _NamespaceReader:
                     message=str(exc),
                 )
             ) from exc
-        if journal is not None:
-            journal.record(endpoint, company_id, company_type_id, answer)
         return answer
 
     async def _required(self, endpoint: str, request: Callable[[], Awaitable[T]]) -> T:
@@ -341,17 +327,8 @@ class _NamespaceReader:
 
     async def _read(self) -> NamespaceSnapshot:
         ns, snap = self.ns, self.snapshot
-        self.stage.append(
-            "user_roles",
-            {
-                "namespace_company_id": ns,
-                "internal_names": _json(self.role.internal.names),
-                "internal_company_type_ids": _json(self.role.internal.company_type_ids),
-                "external_names": _json(self.role.external.names),
-                "external_company_type_ids": _json(self.role.external.company_type_ids),
-                "synced_at": snap.synced_at,
-            },
-        )
+        self.stage.append("user_roles", role_row(ns, self.role) | {
+            "synced_at": snap.synced_at, "response_sha256": self.roles_response})
         own_types = list(dict.fromkeys(self.role.internal.company_type_ids))
         self._plan(2 + 2 * len(own_types))
         async with asyncio.TaskGroup() as tasks:
@@ -364,6 +341,7 @@ class _NamespaceReader:
             entries = await self._required(
                 ENDPOINT_CONNECTIONS, lambda: self.client.connections(ns)
             )
+            self._list_response = _response()
             self._plan(2 * len(entries))
             # Connections are admitted a window at a time: each one's requests (and
             # their tasks) exist only while it is read, so memory does not grow with
@@ -385,22 +363,8 @@ class _NamespaceReader:
         )
         if company is None:
             return
-        row = {
-            "namespace_company_id": self.ns,
-            "company_id": company.id or company_id,
-            "name": company.name,
-            "country": company.country,
-            "city": company.city,
-            "lei": company.lei,
-            "cin": company.cin,
-            "is_namespace_company": is_namespace_company,
-        }
-        row["content_hash"] = content_hash(
-            *(row[k] for k in ("namespace_company_id", "company_id", "name", "country", "city", "lei", "cin")),
-            str(is_namespace_company),
-        )
-        row["synced_at"] = self.synced_at
-        self.stage.append("companies", row)
+        row = company_row(self.ns, company_id, company, is_namespace_company=is_namespace_company)
+        self.stage.append("companies", row | {"synced_at": self.synced_at, "response_sha256": _response()})
         self._rows_added(1)
 
     async def _read_admitted(self, entry: ConnectionEntry, window: asyncio.Semaphore) -> None:
@@ -423,26 +387,12 @@ class _NamespaceReader:
             None,
             lambda: self.client.connection(self.ns, entry.id),
         )
-        given = detail.reading_rights.given.company_type_ids if detail else []
-        received = detail.reading_rights.received.company_type_ids if detail else []
-        row = {
-            "namespace_company_id": self.ns,
-            "company_id": entry.id,
-            "name": (detail.name if detail and detail.name else entry.name),
-            "country": detail.country if detail else None,
-            "given_company_type_ids": _json(list(given)),
-            "received_company_type_ids": _json(list(received)),
-            "has_detail": detail is not None,
-        }
-        row["content_hash"] = content_hash(
-            *(row[k] for k in ("namespace_company_id", "company_id", "name", "country")),
-            row["given_company_type_ids"],
-            row["received_company_type_ids"],
-            str(row["has_detail"]),
-        )
-        row["synced_at"] = self.synced_at
-        self.stage.append("connections", row)
+        # the detail's response when there is one, else the list's (a 403/404 detail)
+        response = _response() if detail is not None else self._list_response
+        row = connection_row(self.ns, entry, detail)
+        self.stage.append("connections", row | {"synced_at": self.synced_at, "response_sha256": response})
         self._rows_added(1)
+        received = detail.reading_rights.received.company_type_ids if detail else []
         received_types = list(dict.fromkeys(received))
         self._plan(2 * len(received_types))
         for company_type_id in received_types:
@@ -467,18 +417,8 @@ class _NamespaceReader:
         )
         if questionnaire is None:
             return
-        forms_json = questionnaire.raw_json.decode()
-        self.stage.append(
-            "questionnaires",
-            {
-                "namespace_company_id": self.ns,
-                "company_id": company_id,
-                "company_type_id": company_type_id,
-                "forms_json": forms_json,
-                "content_hash": content_hash(self.ns, company_id, company_type_id, forms_json),
-                "synced_at": self.synced_at,
-            },
-        )
+        row = questionnaire_row(self.ns, company_id, company_type_id, questionnaire)
+        self.stage.append("questionnaires", row | {"synced_at": self.synced_at, "response_sha256": _response()})
         self._rows_added(1)
 
     async def _read_documents(self, company_id: str, company_type_id: str) -> None:
@@ -490,32 +430,14 @@ class _NamespaceReader:
         )
         if not documents:
             return
-        seen: set[str] = set()
-        for document in documents:
-            if document.id in seen:  # a document listed twice is one document
-                continue
-            seen.add(document.id)
-            document_json = document.raw_json.decode()
-            self.stage.append(
-                "documents",
-                {
-                    "namespace_company_id": self.ns,
-                    "company_id": company_id,
-                    "company_type_id": company_type_id,
-                    "document_id": document.id,
-                    "name": document.name,
-                    "category": document.category,
-                    "type": document.type,
-                    "issue_date": document.issue_date,
-                    "expiration_date": document.expiration_date,
-                    "document_json": document_json,
-                    "content_hash": content_hash(
-                        self.ns, company_id, company_type_id, document.id, document_json
-                    ),
-                    "synced_at": self.synced_at,
-                },
-            )
-        self._rows_added(len(seen))
+        answer = last_answer()
+        added = 0
+        for index, row in document_rows(self.ns, company_id, company_type_id, documents):
+            self.stage.append("documents", row | {
+                "synced_at": self.synced_at,
+                "response_sha256": answer.for_item(index) if answer is not None else None})
+            added += 1
+        self._rows_added(added)
 
     async def _read_template(self, company_type_id: str) -> None:
         template = await self._authoritative(
@@ -526,15 +448,8 @@ class _NamespaceReader:
         )
         if template is None:
             return
-        self.stage.append(
-            "questionnaire_templates",
-            {
-                "namespace_company_id": self.ns,
-                "company_type_id": company_type_id,
-                "forms_json": template.raw_json.decode(),
-                "synced_at": self.synced_at,
-            },
-        )
+        self.stage.append("questionnaire_templates", template_row(self.ns, company_type_id, template) | {
+            "synced_at": self.synced_at, "response_sha256": _response()})
         self._rows_added(1)
 
 
@@ -574,7 +489,6 @@ async def extract_namespaces(
     open_connections: int | None = None,
     on_all_read: Callable[[], None] | None = None,
     stall_timeout: float | None = None,
-    journals: JournalBook | None = None,
     skip: Mapping[str, str] | None = None,
 ) -> list[NamespaceResult]:
     """Read every requested namespace (default: every company of the user) side by side.
@@ -601,11 +515,11 @@ async def extract_namespaces(
     called once every namespace is read, just before the last result goes to
     `on_complete`.
 
-    With `journals` (a :class:`~.journal.JournalBook`), each namespace appends its
-    requests' outcomes to its journal and answers from it those that an interrupted
-    read completed; a snapshot names its journal (to delete once committed), a
-    failed or cancelled read leaves it for the next sync. `skip` maps namespaces not
-    to read (committed by the interrupted sync) to the reason, said in one line each.
+    With the client's evidence (:class:`~.evidence.EvidenceLog`), every response is
+    kept and each row names its response (``response_sha256``); requests an interrupted
+    sync completed for a namespace it did not commit are answered from its evidence.
+    `skip` maps namespaces not to read (committed by the interrupted sync) to the
+    reason, said in one line each.
 
     Returns every result in the order they completed. Raises
     :class:`AuthenticationError` when the credentials are refused.
@@ -619,7 +533,11 @@ async def extract_namespaces(
             on_all_read()  # before the last result is handed on: its taker knows it is last
         on_complete(result)
 
-    asking = asyncio.ensure_future(client.user_info())
+    async def ask() -> tuple[Any, str | None]:
+        info = await client.user_info()
+        return info, _response()
+
+    asking = asyncio.ensure_future(ask())
     loop = asyncio.get_running_loop()
     deadline = None if stall_timeout is None else loop.time() + stall_timeout
     while not asking.done() and (deadline is None or loop.time() < deadline):
@@ -631,7 +549,7 @@ async def extract_namespaces(
         asking.cancel()
         raise StalledError(f"user-info did not answer within stall_timeout ({stall_timeout:g} s); "
                            f"waiting for: {state}")
-    user_info = asking.result()
+    user_info, roles_response = asking.result()
     roles = {role.company_id: role for role in user_info.roles}
     wanted = plan_namespaces(namespaces, list(roles), known_namespaces)
 
@@ -657,7 +575,6 @@ async def extract_namespaces(
             )
             return
         stage = NamespaceStage.create(staging_dir, namespace, batch_size)
-        journal = journals.open(namespace) if journals is not None else None
         reader = _NamespaceReader(
             client,
             role,
@@ -666,14 +583,17 @@ async def extract_namespaces(
             stage,
             open_connections=open_connections or max(OPEN_CONNECTIONS, 4 * (concurrency or 0)),
             stall_timeout=stall_timeout,
-            journal=journal,
+            roles_response=roles_response,
         )
+        kept = client.evidence.kept.namespaces.get(namespace) if client.evidence is not None else None
+        if kept is not None:
+            since = kept[1].astimezone().strftime("%H:%M") if kept[1] else "?"
+            logger.info("namespace %s: resuming, %s requests kept from %s", namespace, f"{kept[0]:,}", since)
+            reader.snapshot.kept_since = kept[1]
         try:
             snapshot = await reader.read()
         except BaseException as exc:  # noqa: BLE001 - sorted out just below
             stage.discard()
-            if journal is not None:
-                journal.close()  # kept: the next sync goes on from it
             cause = _root_cause(exc)
             if isinstance(cause, AuthenticationError):
                 raise cause from None
@@ -693,9 +613,6 @@ async def extract_namespaces(
                 )
             )
             return
-        if journal is not None:
-            journal.close()
-            snapshot.journal, snapshot.kept_since = journal.path, journal.since
         complete(snapshot)
 
     try:

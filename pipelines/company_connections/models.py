@@ -191,7 +191,7 @@ class Questionnaire(_Model):
 
     @cached_property
     def raw_json(self) -> bytes:
-        """`raw_forms` as JSON, serialised once for every use (the staged row, the journal)."""
+        """`raw_forms` as JSON, serialised once for every use (the staged row)."""
         return orjson.dumps(self.raw_forms)
 
     @classmethod
@@ -245,7 +245,7 @@ class Document(_Model):
 
     @cached_property
     def raw_json(self) -> bytes:
-        """`raw` as JSON, serialised once for every use (the staged row, the journal)."""
+        """`raw` as JSON, serialised once for every use (the staged row)."""
         return orjson.dumps(self.raw)
 
     @model_validator(mode="before")

@@ -5,8 +5,9 @@ turns these declarations into dlt resource hints and the fetch
 (:mod:`.staging`) writes rows in exactly these Arrow schemas.
 
 History tables (``scd2``) keep a version per distinct ``content_hash``; the hash covers
-the namespace, the row's identity and its content (never ``synced_at``), so the same
-company read by two namespaces is two independent histories.
+the namespace, the row's identity and its content (never ``synced_at`` or
+``response_sha256``), so the same company read by two namespaces is two independent
+histories, and a version keeps the response it was first read from.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ _JSON_TEXT = "text"
 _SYNCED = {"synced_at": _col("timestamp", False)}
 _NS = {"namespace_company_id": _col("text", False)}
 _HASH = {"content_hash": _col("text", False)}
+#: the SHA-256 of the response the row version was read from (its bytes are in the
+#: evidence store); NULL for rows loaded before the evidence was kept, or without it
+_RESPONSE = {"response_sha256": _col("text")}
 
 #: The declared columns of every raw table (all are created even before data arrives).
 TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
@@ -38,6 +42,7 @@ TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
         "external_names": _col(_JSON_TEXT),
         "external_company_type_ids": _col(_JSON_TEXT),
         **_SYNCED,
+        **_RESPONSE,
     },
     "companies": {
         **_NS,
@@ -50,6 +55,7 @@ TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
         "is_namespace_company": _col("bool"),
         **_HASH,
         **_SYNCED,
+        **_RESPONSE,
     },
     "connections": {
         **_NS,
@@ -61,12 +67,14 @@ TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
         "has_detail": _col("bool"),
         **_HASH,
         **_SYNCED,
+        **_RESPONSE,
     },
     "questionnaire_templates": {
         **_NS,
         "company_type_id": _col("text", False),
         "forms_json": _col("text"),
         **_SYNCED,
+        **_RESPONSE,
     },
     "questionnaires": {
         **_NS,
@@ -75,6 +83,7 @@ TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
         "forms_json": _col("text"),
         **_HASH,
         **_SYNCED,
+        **_RESPONSE,
     },
     "documents": {
         **_NS,
@@ -89,6 +98,7 @@ TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
         "document_json": _col("text"),
         **_HASH,
         **_SYNCED,
+        **_RESPONSE,
     },
     "sync_issues": {
         "sync_id": _col("text", False),

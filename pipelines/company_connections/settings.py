@@ -48,7 +48,7 @@ DEFAULT_MAX_RETRY_AFTER = 120.0
 # A namespace with no completed request for this long (seconds) fails, naming what it
 # waited for (setting `stall_timeout`).
 DEFAULT_STALL_TIMEOUT = 120.0
-# An interrupted sync's request journal younger than this (seconds) is resumed by the
+# An interrupted sync's manifest (its evidence) younger than this (seconds) is resumed by the
 # next sync of the same namespace (setting `resume_within`; 0 never resumes).
 DEFAULT_RESUME_WITHIN = 24 * 3600.0
 RETRYABLE_STATUS_CODES = frozenset({408, 429, 500, 502, 503, 504})

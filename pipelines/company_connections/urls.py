@@ -5,6 +5,8 @@
   never echoed in errors (it might carry credentials).
 * `tls_verify`: what the transport verifies against (`ca_bundle` or the default).
 * `checked_download_url`: a signed document URL, held to the same http(s) rules.
+* `unsigned_url_answer`: endpoint 11's answer as it is kept as evidence, without the
+  signature (query and fragment) of its URL, which works as a password until it expires.
 * `origin`, `path_of`: what pagination links and downloads are compared by, and the
   path errors name; `segment`, `header_id`: identifiers put into paths (quoted) and
   into the ``x-namespace`` header (refused if they could split a header).
@@ -17,11 +19,12 @@ import ssl
 from urllib.parse import quote
 
 import httpx
+import orjson
 
 from .errors import ConfigurationError, ResponseFormatError
 
 __all__ = ["checked_download_url", "header_id", "is_loopback", "origin", "path_of", "segment",
-           "tls_verify", "validate_base_url"]
+           "tls_verify", "unsigned_url_answer", "validate_base_url"]
 
 
 def validate_base_url(base_url: str, allow_insecure_http: bool) -> str:
@@ -102,3 +105,16 @@ def header_id(value: str | None) -> str:
     if not isinstance(value, str) or not value or any(ch in value for ch in "\r\n\0"):
         raise ValueError("a namespace must be a non-empty company id")
     return value
+
+
+def unsigned_url_answer(body: bytes) -> bytes:
+    """Endpoint 11's answer without its URL's query and fragment (the signature of a
+    signed URL, a credential until it expires): what the evidence store keeps of it.
+    Where the document came from (scheme, host, path) stays; any other property too."""
+    try:
+        answer = orjson.loads(body)
+        url = httpx.URL(answer["url"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, httpx.InvalidURL):
+        return b'{"url": null}'
+    answer["url"] = str(url.copy_with(query=None, fragment=None))
+    return orjson.dumps(answer)

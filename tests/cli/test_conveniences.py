@@ -81,10 +81,14 @@ def test_status_json_has_stable_keys_and_true_counts(synced: tuple[Path, dict]) 
     status = json.loads(result.stdout)
     assert set(status) == {
         "warehouse", "state", "sync_running", "syncs", "namespaces", "row_counts",
-        "open_sync_issues", "open_sync_issues_total", "failed_attempts", "resumable",
+        "open_sync_issues", "open_sync_issues_total", "failed_attempts", "resumable", "evidence",
     }
     assert status["state"] == "ready" and status["sync_running"] is None
     assert status["resumable"] == []
+    evidence = status["evidence"]
+    assert set(evidence) == {"path", "head", "syncs", "responses", "bytes"}
+    assert evidence["head"] == summary["evidence"]["head"] and evidence["syncs"] == 1
+    assert evidence["path"] == str(warehouse.with_name(warehouse.stem + ".evidence"))
     last = status["syncs"][0]
     assert last["sync_id"] == summary["sync_id"]
     assert last["namespaces_ok"] == summary["overall"]["namespaces"] and last["namespaces_failed"] == 0

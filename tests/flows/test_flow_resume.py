@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from diligence.resume import resumable_journals
+from diligence.resume import resumable_namespaces
 from diligence.warehouse import Warehouse
 from flows.company_connections_sync import company_connections_sync
 from sandbox.server import SandboxServer
@@ -29,7 +29,7 @@ def _crashed_sync(sandbox: SandboxServer, warehouse: Path, full: int) -> None:
         _kill_at(sandbox, warehouse, full // 2)
     finally:
         sandbox.faults.latency_ms = 0
-    assert resumable_journals(Warehouse(warehouse))
+    assert resumable_namespaces(Warehouse(warehouse))
 
 
 @pytest.fixture
@@ -62,4 +62,4 @@ def test_the_run_after_a_crash_resumes_unless_restarted(
         assert kept > 0
         assert rerun < full
         assert "resumed:" in log
-    assert not resumable_journals(Warehouse(warehouse))
+    assert not resumable_namespaces(Warehouse(warehouse))

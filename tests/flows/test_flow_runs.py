@@ -89,6 +89,8 @@ def test_flow_syncs_builds_exports_and_publishes(
     assert f"{len(namespaces)} of {len(namespaces)} namespaces loaded" in summary.data
     assert f"Analysts' copy: `{published}`" in summary.data
     assert f"HTML report (opens without network): [report.html]({(folder / 'report.html').resolve().as_uri()})" in summary.data
+    head = (Path(paths["warehouse"]).with_name("warehouse.evidence") / "syncs" / "HEAD").read_text().split()[0]
+    assert f"head `{head}`" in summary.data  # the evidence chain's head, kept outside the store
 
     table = artifacts[DOCUMENTS_ARTIFACT_KEY]
     assert table.type == "table"

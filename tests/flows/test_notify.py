@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -109,6 +110,8 @@ def test_notification_lists_what_is_new_and_nothing_when_unchanged(
         assert _listed(first["text"], "Entered the 30-day expiring window") == expiring
         assert "(first run)" in first["text"]
         assert first["subject"].startswith("diligence: ")
+        head = (Path(paths["warehouse"]).with_name("warehouse.evidence") / "syncs" / "HEAD").read_text().split()[0]
+        assert first["text"].rstrip().endswith(f"Evidence chain head: {head}")  # a copy kept elsewhere
 
         # 2. nothing changed: nothing is sent
         assert run().is_completed()

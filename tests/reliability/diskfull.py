@@ -4,7 +4,7 @@ before the phase runs.
 
     python -m tests.reliability.diskfull PHASE FILLER -- sync --warehouse W ...
 
-PHASE: ``fetch`` (the namespaces' staged rows and journals), ``load`` (the first
+PHASE: ``fetch`` (the namespaces' staged rows, the manifest and the responses kept), ``load`` (the first
 namespace's commit), ``build`` (the dbt build) or ``publish`` (the analysts' copy).
 """
 

@@ -6,7 +6,7 @@ a kill at an exact statement, where a kill from outside would land anywhere.
 POINT is ``<n>:<text>``, the n-th statement of the loads (counted over the process)
 whose SQL contains `text` (empty: any statement), killed before it runs; or
 ``after-commit:<n>``, right after the n-th namespace's load has committed, before
-anything else happens (its journal is still on disk).
+anything else happens (its manifest does not record the commit yet).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ exactly what the uninterrupted sequence gives, table for table, history included
 The kill points are exact statements of the loads (:mod:`tests.reliability.killpoint`):
 early in the first namespace's load, its documents' history merge, its ``sync_runs``
 row, dlt's record of the load (the last statement before the commit), and right after
-the first namespace's commit, before its journal is deleted; then the second
+the first namespace's commit, before its manifest records it; then the second
 namespace's, after the first committed.
 """
 
@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from diligence.evidence.verify import verify_warehouse
+from diligence.warehouse import Warehouse
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.cli.helpers import run
 from tests.helpers import copy_warehouse, queries
@@ -34,7 +36,7 @@ CREDENTIALS = {"SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
 
 #: What must be equal, table for table, with the ids and times of syncs left out (a rerun
 #: syncs later than the uninterrupted sequence) and the number of requests (a rerun
-#: answers what the killed sync fetched from its journal).
+#: answers what the killed sync fetched from its manifest).
 FINGERPRINT = {
     "raw.companies": "select namespace_company_id, company_id, content_hash, _dlt_valid_to is null "
                      "from raw.companies order by all",
@@ -70,7 +72,7 @@ KILL_POINTS = [
     '1:UPDATE "raw"."documents"',     # its documents' history merge (copies and other merges done)
     '1:"raw"."sync_runs"',            # its sync_runs row
     '1:"_dlt_loads"',                 # dlt's record of the load: the last statement before the commit
-    "after-commit:1",                 # namespace 1 committed, its journal not yet deleted
+    "after-commit:1",                 # namespace 1 committed, its manifest does not say so yet
     '2:UPDATE "raw"."documents"',     # the same in namespace 2, after namespace 1 committed
     '2:"raw"."sync_runs"',
     '2:"_dlt_loads"',
@@ -150,5 +152,7 @@ def test_a_kill_inside_the_load_then_a_rerun_equals_the_uninterrupted_sequence(
             k: v for k, v in before.items() if k.startswith("raw.")}
     sync_cli(server, warehouse)
     assert fingerprint(warehouse) == reference
-    assert not list((tmp_path / ".dlt-pipelines").rglob("*.journal")), "a journal was left"
+    assert not list(tmp_path.rglob("*.manifest")), "an unsealed manifest was left"
+    verified = verify_warehouse(Warehouse(warehouse))
+    assert verified.ok, verified.problems
     shutil.rmtree(tmp_path / ".dlt-pipelines", ignore_errors=True)

@@ -4,7 +4,7 @@ once space is freed, the next sync completes.
 
 The warehouse lives on a small tmpfs the test mounts (root, or sudo without a password,
 as `make test` installs its packages). The disk is filled completely at the start of
-the phase (:mod:`tests.reliability.diskfull`): the fetch's staged rows and journals,
+the phase (:mod:`tests.reliability.diskfull`): the fetch's staged rows and the evidence,
 the first namespace's load, the dbt build, the publish of the analysts' copy.
 """
 

@@ -100,7 +100,7 @@ def test_file_mode_setting_spellings(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_file_is_private_from_its_first_byte_while_the_sync_runs(tmp_path: Path) -> None:
     """Sampled every few milliseconds while a sync, its model build and its publish run
     under umask 000: the WAL, DuckDB's spill folder, the analysts' copy being written,
-    the staged rows and the journals are never readable by anyone but the owner, not
+    the staged rows, the manifest and the responses kept as evidence are never readable by anyone but the owner, not
     even for a moment; and the stale temporary copy a killed publish left is removed."""
     import os
     import subprocess
@@ -152,7 +152,8 @@ def test_every_file_is_private_from_its_first_byte_while_the_sync_runs(tmp_path:
     # the files whose modes matter were seen while they existed
     for name in ("w.duckdb", "w.duckdb.wal", "w-analytics.duckdb"):
         assert name in seen, sorted(seen)
-    assert any(".journal" in name for name in seen), sorted(seen)
+    assert any(name.endswith(".manifest") for name in seen), sorted(seen)  # being written
+    assert any(name.startswith("w.evidence/responses/") and name.endswith(".gz") for name in seen), sorted(seen)
     assert any(name.startswith(".w-analytics.duckdb.") for name in seen), sorted(seen)
     readable = {name: oct(mode) for name, mode in seen.items() if mode & 0o077}
     assert not readable, readable

@@ -111,9 +111,12 @@ def test_a_sync_that_stops_progressing_fails_with_what_it_waited_for(tmp_path: P
         server.faults.reset()
     assert seconds < 15
     assert result.failed and len(result.failed) == len(result.namespaces)
+    # on a loaded machine the stall may find the namespace's requests still queued for
+    # their turn rather than on the wire: either way the message says which
     for outcome in result.failed:
         assert re.search(r"no request completed for [23] s \(stall_timeout 2 s\); "
-                         r"waiting for: \d+ response\(s\) awaited from the service", outcome.error)
+                         r"waiting for: \d+ (response\(s\) awaited from the service"
+                         r"|request\(s\) not yet sent)", outcome.error)
 
 
 def test_a_retry_after_beyond_max_retry_after_fails_each_namespace_at_once(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""An interrupted sync resumes: the rerun asks only for what is missing and lands exactly
-what an uninterrupted sync lands (same rows, same history, no duplicates)."""
+"""An interrupted sync resumes from its manifest: the rerun asks only for what is missing,
+lands exactly what an uninterrupted sync lands (same rows, same history, no duplicates),
+and seals the interrupted manifest into the evidence chain, which then verifies."""
 
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
-from diligence.resume import journal_dir, resumable_journals
+from diligence.evidence.verify import verify_warehouse
+from diligence.resume import resumable_namespaces
 from diligence.warehouse import Warehouse
-from pipelines.company_connections.journal import SUFFIX
+from pipelines.company_connections.evidence import account_digest
+from pipelines.company_connections.manifest import SUFFIX, read_manifest
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import query, requests_answered, sync
 from tests.processes import kill_when
@@ -70,23 +73,31 @@ def clean(service: SandboxServer, tmp_path_factory: pytest.TempPathFactory) -> t
     return state(warehouse), _stats(service)["total"]
 
 
+def _syncs(warehouse: Path) -> Path:
+    """The manifests' folder of `warehouse`'s evidence store."""
+    root = Warehouse(warehouse).evidence_root
+    assert root is not None
+    return root / "syncs"
+
+
+def _unsealed(warehouse: Path) -> list[Path]:
+    """The manifests being written, or left by a killed sync."""
+    folder = _syncs(warehouse)
+    return sorted(folder.glob(f"*{SUFFIX}")) if folder.is_dir() else []
+
+
 def _kill_at(server: SandboxServer, warehouse: Path, requests: int | None) -> int:
     """Start a sync in its own process and SIGKILL it once the service has answered
-    `requests` requests, or (None) once its first namespace has committed (its journal,
-    deleted after the commit, is gone); returns how many requests were answered by then."""
+    `requests` requests, or (None) once its first namespace has committed (its manifest
+    records the outcome after the commit); returns how many requests were answered by then."""
     _reset(server)
     process = subprocess.Popen(
         [sys.executable, "-c", SYNC, str(warehouse), server.base_url, DEFAULT_EMAIL,
          DEFAULT_PASSWORD, str(CONCURRENCY)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    journals = journal_dir(Warehouse(warehouse))
-    seen: set[Path] = set()
 
     def first_commit() -> bool:
-        present = set(journals.glob(f"*{SUFFIX}")) if journals.is_dir() else set()
-        committed = bool(seen - present)
-        seen.update(present)
-        return committed
+        return any((m := read_manifest(path)) is not None and m.outcomes for path in _unsealed(warehouse))
 
     kill_when(process, first_commit if requests is None
               else lambda: requests_answered(server) >= requests)
@@ -117,14 +128,17 @@ def test_sigkill_at_several_points_then_the_rerun_is_exact_and_asks_only_what_is
             kept = sum(o.requests_kept for o in result.namespaces)
             assert kept + len(result.not_read_again) > 0
             skipped += len(result.not_read_again)
-            assert not list(journal_dir(Warehouse(warehouse)).glob(f"*{SUFFIX}")), "journals left"
+            assert not _unsealed(warehouse), "an unsealed manifest was left"
+            verified = verify_warehouse(Warehouse(warehouse))
+            assert verified.ok, verified.problems
+            assert verified.syncs == 2 and verified.rows > 0  # the killed sync's, sealed, then the rerun's
     finally:
         service.faults.latency_ms = 0
     # The kill after the first commit (at least): the rerun did not read that namespace again.
     assert skipped > 0
 
 
-def test_a_torn_journal_tail_is_dropped_and_the_rest_is_kept(
+def test_a_torn_manifest_tail_is_dropped_and_the_rest_is_kept(
         service: SandboxServer, clean: tuple[dict[str, Any], int], tmp_path: Path) -> None:
     expected, full = clean
     warehouse = tmp_path / "warehouse.duckdb"
@@ -133,20 +147,20 @@ def test_a_torn_journal_tail_is_dropped_and_the_rest_is_kept(
         _kill_at(service, warehouse, full // 3)
     finally:
         service.faults.latency_ms = 0
-    journals = sorted(journal_dir(Warehouse(warehouse)).glob(f"*{SUFFIX}"), key=lambda p: p.stat().st_size)
-    assert journals
-    torn = journals[-1]
-    before = {j.namespace: j.requests_kept for j in resumable_journals(Warehouse(warehouse))}
+    [torn] = _unsealed(warehouse)
+    before = {j.namespace: j.requests_kept for j in resumable_namespaces(Warehouse(warehouse))}
+    assert before
     with torn.open("ab") as file:  # half a record: a length, a checksum, a few bytes
-        file.write((1000).to_bytes(4, "little") + b"\x00\x01\x02\x03" + b'["compa')
-    after = {j.namespace: j.requests_kept for j in resumable_journals(Warehouse(warehouse))}
+        file.write((1000).to_bytes(4, "little") + b"\x00\x01\x02\x03" + b'["E", "GE')
+    after = {j.namespace: j.requests_kept for j in resumable_namespaces(Warehouse(warehouse))}
     assert after == before
     result = sync(service, warehouse, settings={"max_concurrency": CONCURRENCY})
     assert not result.failed
     assert state(warehouse) == expected
+    assert verify_warehouse(Warehouse(warehouse)).ok
 
 
-def test_a_journal_of_another_account_is_ignored(
+def test_a_manifest_of_another_account_is_not_resumed(
         service: SandboxServer, clean: tuple[dict[str, Any], int], tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
     expected, full = clean
@@ -156,15 +170,12 @@ def test_a_journal_of_another_account_is_ignored(
         _kill_at(service, warehouse, full // 2)
     finally:
         service.faults.latency_ms = 0
-    assert resumable_journals(Warehouse(warehouse))
-    # Same service and namespaces, but the journals say another login wrote them.
-    from pipelines.company_connections.journal import JournalIdentity
-
-    identity = JournalIdentity.of(service.base_url, "someone-else@example.com")
-    for path in journal_dir(Warehouse(warehouse)).glob(f"*{SUFFIX}"):
-        _rewrite_account(path, identity.account)
+    assert resumable_namespaces(Warehouse(warehouse))
+    # Same service and namespaces, but the manifest says another login wrote it.
+    for path in _unsealed(warehouse):
+        _rewrite_account(path, account_digest(service.base_url, "someone-else@example.com"))
     _reset(service)
-    with caplog.at_level("WARNING", logger="diligence.journal"):
+    with caplog.at_level("WARNING", logger="diligence.evidence"):
         result = sync(service, warehouse, settings={"max_concurrency": CONCURRENCY})
     assert not result.failed
     assert sum(o.requests_kept for o in result.namespaces) == 0
@@ -173,7 +184,7 @@ def test_a_journal_of_another_account_is_ignored(
     assert state(warehouse) == expected
 
 
-def test_a_journal_copied_into_another_warehouses_folder_is_ignored_with_a_line(
+def test_a_manifest_copied_into_another_warehouses_store_is_not_resumed_with_a_line(
         service: SandboxServer, clean: tuple[dict[str, Any], int], tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
     expected, full = clean
@@ -184,11 +195,11 @@ def test_a_journal_copied_into_another_warehouses_folder_is_ignored_with_a_line(
         _kill_at(service, killed, full // 2)
     finally:
         service.faults.latency_ms = 0
-    copied = journal_dir(Warehouse(other))
-    shutil.copytree(journal_dir(Warehouse(killed)), copied)  # the same account, URL and selection
-    assert resumable_journals(Warehouse(other))
+    other.parent.mkdir()
+    shutil.copytree(_syncs(killed).parent, _syncs(other).parent)  # the same account, URL and selection
+    assert resumable_namespaces(Warehouse(other))
     _reset(service)
-    with caplog.at_level("WARNING", logger="diligence.journal"):
+    with caplog.at_level("WARNING", logger="diligence.evidence"):
         result = sync(service, other, settings={"max_concurrency": CONCURRENCY})
     assert not result.failed
     assert sum(o.requests_kept for o in result.namespaces) == 0  # "resuming" nothing of the other's
@@ -196,7 +207,7 @@ def test_a_journal_copied_into_another_warehouses_folder_is_ignored_with_a_line(
     assert state(other) == expected
 
 
-def test_a_journal_whose_header_is_damaged_is_named_in_one_line(
+def test_a_manifest_whose_header_is_damaged_is_named_in_one_line_and_kept_aside(
         service: SandboxServer, clean: tuple[dict[str, Any], int], tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
     expected, full = clean
@@ -206,22 +217,23 @@ def test_a_journal_whose_header_is_damaged_is_named_in_one_line(
         _kill_at(service, warehouse, full // 2)
     finally:
         service.faults.latency_ms = 0
-    damaged = sorted(journal_dir(Warehouse(warehouse)).glob(f"*{SUFFIX}"))[0]
+    [damaged] = _unsealed(warehouse)
     data = bytearray(damaged.read_bytes())
     data[12] ^= 0xFF  # a byte of the header's payload: its checksum no longer matches
     damaged.write_bytes(bytes(data))
     _reset(service)
-    with caplog.at_level("WARNING", logger="diligence.journal"):
+    with caplog.at_level("WARNING", logger="diligence.evidence"):
         result = sync(service, warehouse, settings={"max_concurrency": CONCURRENCY})
     assert not result.failed
     lines = [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()]
-    assert lines == [f"the journal {damaged} cannot be read (its header is damaged): it is ignored, "
-                     "and its namespace is read afresh"]
+    assert lines == [f"the manifest {damaged} cannot be read (its header is damaged): it is kept aside "
+                     f"as {damaged.name}.damaged, and its namespaces are read afresh"]
     assert state(warehouse) == expected
+    assert (damaged.parent / f"{damaged.name}.damaged").exists() and not _unsealed(warehouse)
 
 
 def _rewrite_account(path: Path, account: str) -> None:
-    """Rewrite a journal's header as if another account had written it (checksums right)."""
+    """Rewrite a manifest's header as if another account had written it (checksums right)."""
     import struct
     import zlib
 
@@ -249,8 +261,8 @@ def test_a_connection_removed_after_the_crash_is_retired_not_loaded(tmp_path: Pa
             _kill_at(server, warehouse, int(full * 0.6))
         finally:
             server.faults.latency_ms = 0
-        journals = resumable_journals(Warehouse(warehouse))
-        assert ns in {j.namespace for j in journals}, "the kill came after the namespace committed"
+        resumable = resumable_namespaces(Warehouse(warehouse))
+        assert ns in {j.namespace for j in resumable}, "the kill came after the namespace committed"
         server.world.remove_connection(ns, removed)
         result = sync(server, warehouse)
         assert not result.failed

@@ -162,7 +162,8 @@ final as (
             else []::varchar[]
         end as selected_option_values,
         information as answer_json,
-        synced_at
+        synced_at,
+        response_sha256
     from answered
 )
 

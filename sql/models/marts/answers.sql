@@ -47,7 +47,8 @@ final as (
         current_answers.field_position,
         current_answers.version_number,
         current_answers.versioned_at,
-        greatest(current_answers.synced_at, freshness.last_success_at) as synced_at
+        greatest(current_answers.synced_at, freshness.last_success_at) as synced_at,
+        current_answers.response_sha256
     from current_answers
     left join companies
         on companies.namespace_company_id = current_answers.namespace_company_id

@@ -65,7 +65,8 @@ final as (
         list_filter(
             list_sort(list_distinct(coalesce(previous_received, []))),
             lambda t: not list_contains(received_company_type_ids, t)
-        ) as received_withdrawn
+        ) as received_withdrawn,
+        response_sha256
     from with_neighbours
 )
 

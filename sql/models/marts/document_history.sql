@@ -64,7 +64,8 @@ final as (
             when with_neighbours.valid_to is null then null
             when with_neighbours.next_valid_from = with_neighbours.valid_to then 'changed'
             else coalesce(access_ends.end_reason, 'removed')
-        end as end_reason
+        end as end_reason,
+        with_neighbours.response_sha256
     from with_neighbours
     left join access_ends
         on access_ends.namespace_company_id = with_neighbours.namespace_company_id

@@ -21,7 +21,8 @@ final as (
         is_namespace_company,
         version_number,
         valid_from,
-        synced_at
+        synced_at,
+        response_sha256
     from versions
     where is_current
 )

@@ -27,6 +27,7 @@ final as (
         cin,
         coalesce(is_namespace_company, company_id = namespace_company_id) as is_namespace_company,
         content_hash,
+        response_sha256,
         coalesce(_dlt_valid_from, synced_at) as valid_from,
         _dlt_valid_to as valid_to,
         _dlt_valid_to is null as is_current,

@@ -27,6 +27,7 @@ final as (
         coalesce(cast(received_company_type_ids as varchar[]), []) as received_company_type_ids,
         coalesce(has_detail, false) as is_detail_available,
         content_hash,
+        response_sha256,
         coalesce(_dlt_valid_from, synced_at) as valid_from,
         _dlt_valid_to as valid_to,
         _dlt_valid_to is null as is_current,

@@ -19,7 +19,8 @@ final as (
         is_detail_available,
         version_number,
         valid_from,
-        synced_at
+        synced_at,
+        response_sha256
     from versions
     where is_current
 )

@@ -52,6 +52,7 @@ dated as (
         expiration_date_trimmed is not null as has_expiration_text,
         document_json,
         content_hash,
+        response_sha256,
         _dlt_valid_from as valid_from,
         _dlt_valid_to as valid_to,
         _dlt_valid_to is null as is_current,

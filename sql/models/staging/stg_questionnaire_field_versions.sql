@@ -67,7 +67,8 @@ final as (
             when json_type(field_item.field.information) <> 'NULL'
                 then field_item.field.information
         end as information,
-        synced_at
+        synced_at,
+        response_sha256
     from fields
     where field_item.field is not null
 )

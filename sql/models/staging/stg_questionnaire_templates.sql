@@ -12,7 +12,8 @@ final as (
         namespace_company_id,
         company_type_id,
         forms_json,
-        synced_at
+        synced_at,
+        response_sha256
     from source
 )
 

@@ -22,6 +22,7 @@ final as (
         _dlt_valid_to is null as is_current,
         forms_json,
         content_hash,
+        response_sha256,
         synced_at
     from source
 )

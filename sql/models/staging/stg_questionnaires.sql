@@ -16,7 +16,8 @@ final as (
         valid_from,
         forms_json,
         content_hash,
-        synced_at
+        synced_at,
+        response_sha256
     from versions
     where is_current
 )

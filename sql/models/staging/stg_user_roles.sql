@@ -14,7 +14,8 @@ final as (
         coalesce(cast(internal_company_type_ids as varchar[]), []) as internal_company_type_ids,
         coalesce(cast(external_names as varchar[]), []) as external_role_names,
         coalesce(cast(external_company_type_ids as varchar[]), []) as external_company_type_ids,
-        synced_at
+        synced_at,
+        response_sha256
     from source
 )
 

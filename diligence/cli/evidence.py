@@ -1,0 +1,180 @@
+"""The evidence commands: `verify`, `evidence` (the auditor's pack), `evidence prune`, `replay`.
+
+Each is a thin caller of :mod:`diligence.evidence`: parse the options, call, print. A
+verification that fails prints one line per problem (at most 20, then a count) and
+exits 1; one that passes prints one line and exits 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..config import evidence_retain_days
+from ..safe_text import console_text
+from .base import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    CommandError,
+    DataPathOption,
+    EvidenceOption,
+    WarehouseOption,
+    _parse_as_of,
+    _require_data,
+    _say,
+    _warehouse,
+    app,
+    err,
+    handle_errors,
+    out,
+)
+
+__all__ = ["evidence_app"]
+
+HeadOption = Annotated[
+    str | None,
+    typer.Option("--head", help="A head of the chain kept elsewhere (a Prefect artifact, a notification): "
+                 "verify also checks it is in the chain."),
+]
+
+
+@app.command()
+@handle_errors
+def verify(
+    pack: Annotated[
+        Path | None, typer.Argument(help="An auditor's pack (a folder written by `diligence evidence`) to "
+                                    "verify on its own, instead of the warehouse.", show_default=False),
+    ] = None,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
+    evidence: EvidenceOption = None,
+    head: HeadOption = None,
+) -> None:
+    """Prove the warehouse holds what the service said: the evidence chain links, every
+    response hashes to its name, every raw row names a response of a sealed sync, and
+    parsing that response again gives the row. Exit 0 with one line, else exit 1 and
+    one line per problem."""
+    from ..evidence.pack_verify import verify_pack  # start-up: the checks load when they run
+    from ..evidence.verify import verify_warehouse
+
+    if pack is not None:
+        if warehouse is not None:
+            raise CommandError("give a pack folder or --warehouse, not both", EXIT_USAGE)
+        result = verify_pack(pack, head=head)
+    else:
+        owner = _warehouse(warehouse, data_path, evidence)
+        _require_data(owner)
+        result = verify_warehouse(owner, head=head)
+    if result.ok:
+        out.print(result.line(), highlight=False)
+        return
+    for line in result.lines():
+        err.print(console_text(line), highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_FAILED)
+
+
+evidence_app = typer.Typer(
+    name="evidence",
+    invoke_without_command=True,
+    no_args_is_help=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(evidence_app)
+
+
+@evidence_app.callback()
+@handle_errors
+def evidence_pack(
+    ctx: typer.Context,
+    company: Annotated[str | None, typer.Option("--company", help="The counterparty's company ID.")] = None,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="As it stood at this time (default: now), e.g. 2026-06-30.")
+    ] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder to write the pack into.")] = None,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
+    evidence: EvidenceOption = None,
+) -> None:
+    """Write the auditor's pack of one counterparty: its record, connection and reading
+    rights, answers and documents as they stood at --as-of, with the exact responses
+    that carried them and the chain that seals them (index.html, README.md, records/,
+    responses/, pack.json). `diligence verify DIR` checks it on its own."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if company is None or out_dir is None:
+        raise CommandError("give --company ID and --out DIR (or `diligence evidence prune`)", EXIT_USAGE)
+    from ..evidence.pack import write_pack  # start-up: DuckDB loads when the command runs
+
+    owner = _warehouse(warehouse, data_path, evidence)
+    _require_data(owner)
+    result = write_pack(owner, company, out_dir, as_of=_parse_as_of(as_of))
+    out.print(f"evidence pack of {console_text(company)} as of {result.as_of.isoformat()}: "
+              f"{result.records} records, {result.responses} responses, {result.syncs} syncs to head "
+              f"{result.head[:16]}; open {result.out / 'index.html'}", highlight=False)
+
+
+@evidence_app.command("prune")
+@handle_errors
+def evidence_prune(
+    retain_days: Annotated[
+        float | None, typer.Option("--retain-days", help="Keep the syncs of this many days (default: config "
+                                   "[evidence] retain_days).", min=0.001, show_default=False),
+    ] = None,
+    warehouse: WarehouseOption = None,
+    data_path: DataPathOption = None,
+    evidence: EvidenceOption = None,
+) -> None:
+    """Remove the evidence of syncs older than retain_days: their manifests, and every
+    response no kept manifest names. The prune is sealed into the chain, so `verify`
+    reports those syncs as pruned, not as tampered with. The newest sync is always kept."""
+    from ..evidence.prune import prune_evidence
+
+    days = evidence_retain_days(retain_days)
+    if days is None:
+        raise CommandError("nothing to prune: the evidence is kept for ever unless [evidence] retain_days "
+                           "(or --retain-days) says how many days to keep", EXIT_USAGE)
+    owner = _warehouse(warehouse, data_path, evidence)
+    result = prune_evidence(owner, days)
+    if not result.syncs:
+        out.print(f"nothing to prune: no sync began before {result.before.isoformat()}", highlight=False)
+        return
+    out.print(f"pruned {result.syncs} syncs before {result.before.isoformat()}: {result.responses:,} responses, "
+              f"{result.bytes / 1e6:.1f} MB freed; the prune is sealed, head {result.head}", highlight=False)
+
+
+@app.command()
+@handle_errors
+def replay(
+    evidence: Annotated[
+        Path, typer.Option("--evidence", help="The evidence store to replay (e.g. data/warehouse.evidence).",
+                           show_default=False),
+    ],
+    warehouse: Annotated[
+        str, typer.Option("--warehouse", "-w", help="The new warehouse to build (a DuckDB file that does not "
+                          "exist yet).", show_default=False),
+    ],
+    until: Annotated[
+        str | None, typer.Option("--until", help="Stop after this sync (its id, as in `diligence status`).")
+    ] = None,
+    no_models: Annotated[bool, typer.Option("--no-models", help="Rebuild raw only.")] = False,
+) -> None:
+    """Rebuild a warehouse from the evidence alone: each kept sync again, in order, with
+    its own id and time, answered from its manifest instead of the service; then the
+    models. Its raw tables, history included, equal the original's; a parser fix made
+    since reaches every past sync this way."""
+    from ..evidence.replay import replay as run_replay
+
+    owner = _warehouse(warehouse, None)
+    result = run_replay(evidence, owner, until=until, models=not no_models, on_sync=lambda done: _say(
+        f"replayed sync {done.sync_id}: {done.namespaces} namespaces"
+        f"{f' ({done.failed} failed)' if done.failed else ''}, {done.responses:,} responses, "
+        f"{done.seconds:.1f}s"))
+    failed = sum(s.failed for s in result.syncs)
+    out.print(f"replayed {len(result.syncs)} syncs into {owner.display()}"
+              f"{'; models built' if result.analytics is not None else ''}; its evidence head {result.head}",
+              highlight=False)
+    if failed:
+        raise CommandError(f"{failed} namespace reads failed in the replay, as they had in the original "
+                           "syncs (see above)")

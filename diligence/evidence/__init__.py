@@ -1,0 +1,1 @@
+"""The evidence: what the service said, kept, chained, verified, packed and replayed."""

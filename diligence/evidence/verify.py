@@ -1,0 +1,304 @@
+"""`diligence verify`: the warehouse's raw rows are what the service said, unchanged.
+
+For a warehouse and its evidence store, :func:`verify_warehouse` checks that
+
+1. the chain of sealed manifests holds (:meth:`~.chain.Store.problems`): each hashes to
+   its seal, links to the one before, and ``HEAD`` names the last;
+2. every response kept hashes to its name, and every response a sealed manifest names
+   is kept (a pruned sync's are not asked for);
+3. every raw row of service data names (``response_sha256``) a response of a sealed
+   manifest, and parsing that response again gives the row, column by column
+   (:func:`pipelines.company_connections.rows.rows_of_response`; a connection also
+   needs its namespace's list of connections, from the same manifest); every
+   downloaded file's SHA-256 is in a sealed manifest of document downloads;
+4. with `head`, a head kept elsewhere (a Prefect artifact, a notification) is a hash of
+   the chain.
+
+What it cannot prove: someone who can write both the store and the warehouse can
+rewrite both consistently, chain included, unless a head kept elsewhere is given.
+Rows loaded before the warehouse kept evidence (no ``response_sha256``), rows of pruned
+syncs and rows whose sync has not sealed its manifest yet are counted, not checked.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pipelines.company_connections import settings as s
+from pipelines.company_connections.manifest import Manifest
+from pipelines.company_connections.rows import rows_of_response
+from pipelines.company_connections.store import body_sha256
+
+from ..errors import EvidenceError
+from ..warehouse import Warehouse, table_names
+from .chain import Store, parse_time, read_store
+
+__all__ = ["MAX_LINES", "ROW_KEYS", "Verification", "check_rows", "find_head", "verify_warehouse"]
+
+#: problems printed one per line; the rest are counted
+MAX_LINES = 20
+
+#: raw table -> the columns that identify a row (its version: valid from)
+ROW_KEYS: dict[str, tuple[str, ...]] = {
+    "user_roles": ("namespace_company_id",),
+    "companies": ("namespace_company_id", "company_id"),
+    "connections": ("namespace_company_id", "company_id"),
+    "questionnaires": ("namespace_company_id", "company_id", "company_type_id"),
+    "documents": ("namespace_company_id", "company_id", "company_type_id", "document_id"),
+    "questionnaire_templates": ("namespace_company_id", "company_type_id"),
+}
+#: the columns parsing gives (compared), per table
+ROW_COLUMNS: dict[str, tuple[str, ...]] = {
+    "user_roles": ("namespace_company_id", "internal_names", "internal_company_type_ids",
+                   "external_names", "external_company_type_ids"),
+    "companies": ("namespace_company_id", "company_id", "name", "country", "city", "lei", "cin",
+                  "is_namespace_company", "content_hash"),
+    "connections": ("namespace_company_id", "company_id", "name", "country", "given_company_type_ids",
+                    "received_company_type_ids", "has_detail", "content_hash"),
+    "questionnaires": ("namespace_company_id", "company_id", "company_type_id", "forms_json", "content_hash"),
+    "documents": ("namespace_company_id", "company_id", "company_type_id", "document_id", "name",
+                  "category", "type", "issue_date", "expiration_date", "document_json", "content_hash"),
+    "questionnaire_templates": ("namespace_company_id", "company_type_id", "forms_json"),
+}
+_HISTORY = ("companies", "connections", "questionnaires", "documents")
+
+
+@dataclass
+class Verification:
+    """What verify found: counts, the head, and each problem as one line."""
+
+    syncs: int = 0
+    responses: int = 0
+    rows: int = 0
+    head: str | None = None
+    problems: list[str] = field(default_factory=list)
+    #: rows counted, not checked: loaded before evidence was kept, of pruned syncs,
+    #: of a sync whose manifest is not sealed yet
+    before_evidence: int = 0
+    pruned: int = 0
+    awaiting_seal: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def line(self) -> str:
+        """The one line of a verification that passed."""
+        extra = "".join(f"; {count:,} row{'' if count == 1 else 's'} {what}" for count, what in (
+            (self.before_evidence, "older than the evidence (not checked)"),
+            (self.pruned, "of pruned syncs (not checked)"),
+            (self.awaiting_seal, "of a sync not sealed yet (not checked)")) if count)
+        return (f"verified {self.syncs:,} syncs, {self.responses:,} responses, {self.rows:,} rows; "
+                f"head {self.head or 'none'}{extra}")
+
+    def lines(self, limit: int = MAX_LINES) -> list[str]:
+        """The problems, one line each, at most `limit`, then how many more."""
+        shown = self.problems[:limit]
+        if len(self.problems) > limit:
+            shown.append(f"... and {len(self.problems) - limit} more problems")
+        return shown
+
+
+def find_head(store: Store | Iterable[str], head: str) -> str | None:
+    """The hash of the chain that `head` (a kept head: the hash, or a prefix of at
+    least 8 hex digits) names; None when none does."""
+    hashes = list(store.by_hash) if isinstance(store, Store) else list(store)
+    wanted = head.strip().lower()
+    if len(wanted) < 8:
+        return None
+    found = [h for h in hashes if h.startswith(wanted)]
+    return found[0] if len(found) == 1 else None
+
+
+def _check_responses(store: Store, result: Verification) -> tuple[set[str], set[str]]:
+    """Every kept response hashes to its name; every one a sealed manifest names is
+    kept. Returns (good, bad) hashes: kept intact, and altered or missing."""
+    good: set[str] = set()
+    bad: set[str] = set()
+    for stored in store.responses:
+        try:
+            body = gzip.decompress(stored.path.read_bytes())
+        except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
+            result.problems.append(f"response {stored.sha256} is damaged: it does not decompress")
+            bad.add(stored.sha256)
+            continue
+        actual = body_sha256(body)
+        if actual != stored.sha256:
+            result.problems.append(f"response {stored.sha256} was altered: its bytes hash to {actual}")
+            bad.add(stored.sha256)
+        else:
+            good.add(stored.sha256)
+    result.responses = len(good)
+    for manifest in store.sealed:
+        for entry in manifest.entries:
+            if entry.note != "file" and entry.sha256 not in good and entry.sha256 not in bad:
+                result.problems.append(f"response {entry.sha256} of sync {manifest.sync_id} "
+                                       f"({entry.method} {entry.path}) is missing")
+                bad.add(entry.sha256)
+    return good, bad
+
+
+@dataclass
+class _Index:
+    """Which sealed manifest holds each response, per namespace, and each manifest's
+    connection list pages."""
+
+    holder: dict[tuple[str, str | None], Manifest] = field(default_factory=dict)
+    lists: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    files: set[str] = field(default_factory=set)
+    unsealed: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, store: Store) -> _Index:
+        index = cls()
+        for manifest in store.sealed:
+            pages: dict[str, list[tuple[str, str]]] = {}
+            for entry in manifest.entries:
+                if entry.note == "file":
+                    index.files.add(entry.sha256)
+                    continue
+                index.holder[(entry.sha256, entry.namespace)] = manifest
+                if entry.namespace is not None and entry.path.split("?")[0].endswith(s.CONNECTIONS_PATH):
+                    pages.setdefault(entry.namespace, []).append((entry.fetched_at, entry.sha256))
+            for namespace, found in pages.items():
+                index.lists[(manifest.sync_id, namespace)] = [sha for _at, sha in sorted(found)]
+        for manifest in store.unsealed:
+            index.unsealed.update(e.sha256 for e in manifest.entries)
+        return index
+
+
+def _describe(table: str, row: dict[str, Any]) -> str:
+    key = " ".join(f"{column.removesuffix('_company_id').removesuffix('_id')} {row[column]}"
+                   for column in ROW_KEYS[table])
+    since = row.get("_dlt_valid_from") or row.get("synced_at")
+    return f"raw.{table} {key}" + (f" (version from {_iso(since)})" if since else "")
+
+
+def _iso(value: Any) -> str:
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def check_rows(table: str, rows: Iterable[dict[str, Any]], body_of: Any, lists_of: Any,
+               problems: list[str]) -> int:
+    """Parse each row's response again (`body_of(sha)`: its bytes; `lists_of(sha,
+    namespace)`: the bytes of the namespace's connection list pages) and compare it
+    with the row, column by column; a difference is a problem line. Returns the rows
+    checked."""
+    checked = 0
+    parsed: dict[tuple[str, str, str | None], list[dict[str, Any]]] = {}
+    for row in rows:
+        sha = row["response_sha256"]
+        key = {k: row.get(k) for k in (*ROW_KEYS[table], "is_namespace_company", "has_detail")}
+        cache = (sha, str(row["namespace_company_id"]), row.get("company_id") if table != "documents" else
+                 f"{row.get('company_id')}\x00{row.get('company_type_id')}")
+        try:
+            if table in ("companies", "connections") or cache not in parsed:
+                lists = lists_of(sha, row["namespace_company_id"]) if table == "connections" else ()
+                parsed[cache] = rows_of_response(table, body_of(sha), key, connection_list=lists)
+            expected = parsed[cache]
+        except Exception as exc:  # noqa: BLE001 - any parser error is a finding
+            problems.append(f"{_describe(table, row)}: its response {sha[:12]} does not parse again: "
+                            f"{type(exc).__name__}")
+            checked += 1
+            continue
+        match = next((r for r in expected if all(r.get(k) == row.get(k) for k in ROW_KEYS[table])), None)
+        if match is None:
+            problems.append(f"{_describe(table, row)}: its response {sha[:12]} has no such row")
+        else:
+            differ = [c for c in ROW_COLUMNS[table] if match.get(c) != row.get(c)]
+            if differ:
+                verb = "differs" if len(differ) == 1 else "differ"
+                problems.append(f"{_describe(table, row)} was edited: {', '.join(differ)} {verb} "
+                                f"from its response {sha[:12]}")
+        checked += 1
+    return checked
+
+
+def _raw_rows(con: Any, table: str) -> Iterator[dict[str, Any]]:
+    since = "_dlt_valid_from" if table in _HISTORY else "synced_at"
+    columns = sorted({*ROW_COLUMNS[table], *ROW_KEYS[table], "response_sha256", since})
+    cursor = con.execute(f"select {', '.join(columns)} from raw.{table} order by {', '.join(ROW_KEYS[table])}")
+    while batch := cursor.fetchmany(2048):
+        for values in batch:
+            yield dict(zip(columns, values, strict=True))
+
+
+def verify_warehouse(owner: Warehouse, *, head: str | None = None) -> Verification:
+    """Verify `owner` against its evidence store (see the module docstring)."""
+    root = owner.evidence_root
+    if root is None or not (root / "syncs").is_dir():
+        where = root if root is not None else "(evidence is off: [evidence] enabled = false)"
+        raise EvidenceError(f"no evidence store at {where}: nothing to verify; a sync keeps its evidence "
+                            "there (or pass --evidence)")
+    store = read_store(root)
+    result = Verification(syncs=len(store.syncs()), head=store.head[0] if store.head else None)
+    result.problems.extend(store.problems())
+    good, bad = _check_responses(store, result)
+    index = _Index.of(store)
+    if owner.exists():
+        with owner.session(read_only=True, memory_limit=None) as con:
+            _check_warehouse(con, store, index, good, bad, result)
+    if head is not None and find_head(store, head) is None:
+        result.problems.append(f"the head kept elsewhere ({head.strip()[:64]}) is not in the chain: "
+                               "the chain was rewritten, or its manifests removed")
+    return result
+
+
+def _check_warehouse(con: Any, store: Store, index: _Index, good: set[str], bad: set[str],
+                     result: Verification) -> None:
+    tables = table_names(con)
+    first = min((t for m in store.syncs() if (t := parse_time(m.header.get("started_at")))), default=None)
+
+    def body_of(sha: str) -> bytes:
+        return store.responses.get(sha)
+
+    def lists_of(sha: str, namespace: str) -> list[bytes]:
+        manifest = index.holder.get((sha, namespace))
+        pages = index.lists.get((manifest.sync_id, namespace), []) if manifest else []
+        return [body_of(page) for page in pages if page in good]
+
+    for table in ROW_KEYS:
+        if f"raw.{table}" not in tables:
+            continue
+        checkable = []
+        for row in _raw_rows(con, table):
+            sha = row["response_sha256"]
+            if sha is None:
+                result.before_evidence += 1
+            elif (sha, row["namespace_company_id"]) in index.holder or (
+                    table == "user_roles" and (sha, None) in index.holder):
+                if sha in good:
+                    checkable.append(row)
+                elif sha not in bad:  # pragma: no cover - a sealed entry is good or bad
+                    result.problems.append(f"{_describe(table, row)}: its response {sha[:12]} is not kept")
+            elif sha in index.unsealed:
+                result.awaiting_seal += 1
+            elif store.pruned_before is not None and _version_time(row) is not None \
+                    and _version_time(row) < store.pruned_before:  # type: ignore[operator]
+                result.pruned += 1
+            else:
+                result.problems.append(f"{_describe(table, row)}: its response {sha[:12]} is in no sealed "
+                                       "manifest")
+        result.rows += check_rows(table, checkable, body_of, lists_of, result.problems)
+    if "raw.document_files" in tables:
+        for ns, doc, sha, downloaded in con.execute(
+                "select namespace_company_id, document_id, sha256, downloaded_at from raw.document_files "
+                "order by 1, 2").fetchall():
+            at = parse_time(_iso(downloaded)) if downloaded else None
+            if sha in index.files:
+                result.rows += 1
+            elif first is None or (at is not None and at < first):
+                result.before_evidence += 1
+            else:
+                result.problems.append(f"raw.document_files namespace {ns} document {doc}: its file "
+                                       f"{str(sha)[:12]} is in no sealed manifest")
+
+
+def _version_time(row: dict[str, Any]) -> datetime | None:
+    value = row.get("_dlt_valid_from") or row.get("synced_at")
+    return parse_time(_iso(value)) if value is not None else None
