@@ -15,11 +15,10 @@ Figures: the wall time of each ``diligence`` process and the requests the servic
 answered for it (``/_sandbox/stats``), medians over the repetitions, and the resumed
 sync's share of the full one's.
 
-Then what journaling costs where it shows most, a sync bound by CPU: a
-``--cost-scale`` sandbox without latency or limit, full syncs with journals
-(the default) and without (``resume_within = 0``), alternating ``--cost-repeat`` times. Every run's rows are compared with the full sync's
-(``raw`` current rows per table). Writes the part ``resume`` of ``benchmarks/RESULTS.md``
-(raw figures: ``benchmarks/.work/resume.json``).
+Every run's rows are compared with the full sync's (``raw`` current rows per table).
+What the manifests a resume goes on from cost (the evidence) is measured by
+:mod:`benchmarks.evidence`. Writes the part ``resume`` of ``benchmarks/RESULTS.md`` (raw
+figures: ``benchmarks/.work/resume.json``).
 """
 
 from __future__ import annotations
@@ -114,21 +113,6 @@ def run(scale: str, rate_limit: float, repeat: int, kill_at: float) -> dict[str,
     return {"scale": scale, "rate_limit": rate_limit, "kill_at": kill_at, "runs": runs}
 
 
-def journal_cost(scale: str, repeat: int) -> dict[str, Any]:
-    """Full syncs with and without journals, alternating, on a sandbox without limits."""
-    seconds: dict[str, list[float]] = {"journals": [], "none": []}
-    with sandbox(scale, log_dir=WORK_DIR / "resume") as box, \
-            tempfile.TemporaryDirectory(dir=WORK_DIR) as tmp:
-        for number in range(repeat):
-            for kind, settings in (("none", {"resume_within": "0"}), ("journals", {})):
-                root = Path(tmp) / f"{kind}-{number}"
-                root.mkdir()
-                seconds[kind].append(_sync(box.base_url, root / "w.duckdb", **settings)["seconds"])
-            print(f"cost run {number + 1}: without {seconds['none'][-1]:.1f} s, "
-                  f"with journals {seconds['journals'][-1]:.1f} s", flush=True)
-    return {"scale": scale, "seconds": seconds}
-
-
 def render(results: dict[str, Any]) -> str:
     m = machine()
     runs = results["runs"]
@@ -140,7 +124,6 @@ def render(results: dict[str, Any]) -> str:
     share_seconds = median([r["resumed"]["seconds"] / r["full"]["seconds"] for r in runs])
     killed_share = median([r["killed"]["requests"] / r["full"]["requests"] for r in runs])
     exact = all(r["exact"] for r in runs)
-    cost = results.get("cost")
     lines = [
         "## Resuming an interrupted sync",
         "",
@@ -163,16 +146,6 @@ def render(results: dict[str, Any]) -> str:
         f"The resumed sync's rows equal the full sync's: {'yes, every run' if exact else 'NO'} "
         "(current rows of every `raw` table). Goal: at most 55 % of a full sync's requests and time.",
     ]
-    if cost:
-        none, journals = median(cost["seconds"]["none"]), median(cost["seconds"]["journals"])
-        ratios = [j / n for j, n in zip(cost["seconds"]["journals"], cost["seconds"]["none"], strict=True)]
-        lines += [
-            "",
-            f"What journaling costs where it shows most, a sync bound by CPU (a `{cost['scale']}` sandbox "
-            f"without latency or limit, {len(ratios)} pairs alternating): without journals "
-            f"(`resume_within = 0`) {none:.1f} s, with {journals:.1f} s, median ratio "
-            f"{median(ratios):.2f}x. Against a service with any latency or rate limit it is lost in the wait.",
-        ]
     return "\n".join(lines)
 
 
@@ -182,14 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate-limit", type=float, default=50.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--kill-at", type=float, default=0.5)
-    parser.add_argument("--cost-scale", default="large")
-    parser.add_argument("--cost-repeat", type=int, default=5, help="pairs of the cost runs (0: skip)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     WORK_DIR.mkdir(parents=True, exist_ok=True)
     results = run(args.scale, args.rate_limit, args.repeat, args.kill_at)
-    if args.cost_repeat > 0:
-        results["cost"] = journal_cost(args.cost_scale, args.cost_repeat)
     (WORK_DIR / "resume.json").write_text(json.dumps(results, indent=2))
     text = render(results)
     print(text)
