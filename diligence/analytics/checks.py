@@ -63,7 +63,9 @@ def run_checks(
     """Run every check against the warehouse's `analytics` (a DuckDB file, a parsed
     location, or a :class:`~diligence.warehouse.Warehouse`); one result per check,
     sorted by name. Raises :class:`~diligence.analytics.dbt.DbtError` when a check cannot run."""
-    run = invoke(["test"], location_of(warehouse), target="analytics", project_dir=project_dir or PROJECT_DIR)
+    # the project's unit tests run in its own test suite, not against the data
+    run = invoke(["test", "--exclude-resource-type", "unit_test"], location_of(warehouse),
+                 target="analytics", project_dir=project_dir or PROJECT_DIR)
     return check_results(run, "dbt test")
 
 

@@ -28,11 +28,16 @@ is reused for every invocation. A sync does both in a background thread while it
 on the service (:func:`prepare`, through :func:`diligence.analytics.warm_up`).
 Build parameters (``as_of``, ``expiring_within_days``) are passed as dbt vars of the
 invocation, not of the parse, so they never cost a new parse. Parses of one checkout are
-serialised (a lock file in `sql/target/`), since they share its parse folders; every
-invocation writes its compiled SQL and logs into a private folder of its own, removed
-afterwards, so processes build side by side (each on its own warehouse). They write no
-JSON artifacts (``--no-write-json``): results come back as objects, and a
-``manifest.json`` of 80 nodes costs about 0.1 s of each build.
+serialised (a lock file in `sql/target/`), since they share its parse folders.
+
+Artifacts: the build leaves dbt's target folder for its warehouse in one place,
+:func:`artifacts_dir` (``data/warehouse.duckdb`` -> ``data/warehouse.dbt/``), replaced
+by the next build whether it succeeds or not: ``manifest.json``, ``run_results.json``,
+the compiled and run SQL (``compiled/``, ``run/``) and ``dbt.log``. A failing model's
+message names its SQL there. With ``diligence dbt-profile`` a person runs plain dbt on
+the warehouse, and ``--state`` that folder selects what changed since
+(``state:modified+``). Other invocations (checks, docs, freshness) write into a private
+folder of their own, removed afterwards.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
+import shutil
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -51,6 +58,7 @@ from typing import Any
 import yaml
 
 from ..errors import DiligenceError
+from ..warehouse.filemodes import make_dirs, protect_tree, write_text_atomically
 from ..warehouse.location import (
     SECRET_KEYS,
     WarehouseLocation,
@@ -110,6 +118,9 @@ class NodeResult:
     materialized: str | None = None
     #: a model's compiled SELECT (None when it was not compiled)
     compiled_code: str | None = None
+    #: the SQL file dbt ran for the node (``<target>/run/...``), else the compiled one,
+    #: relative to the invocation's target folder (None when none was written)
+    sql_path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -192,8 +203,6 @@ def merge_profile(path: Path, location: WarehouseLocation) -> Path:
     """Write the profile of :func:`profile_yaml` into the ``profiles.yml`` at `path`: the
     ``diligence`` profile is added or replaced, every other profile is kept as it was.
     Raises :class:`DbtError` when the existing file is not a YAML mapping of profiles."""
-    from ..warehouse.filemodes import write_text_atomically
-
     path = Path(path).expanduser()
     profiles: dict[str, Any] = {}
     if path.exists():
@@ -209,6 +218,57 @@ def merge_profile(path: Path, location: WarehouseLocation) -> Path:
     if location.is_lake:
         text = "# the catalog's password: set PGPASSWORD (never in this file)\n" + text
     return write_text_atomically(path, text)
+
+
+def artifacts_dir(location: WarehouseLocation) -> Path:
+    """Where the builds of `location` leave dbt's target folder: beside the warehouse
+    file (``data/warehouse.duckdb`` -> ``data/warehouse.dbt``), beside a lake's local
+    data path (``<data path>.dbt``), or, for a lake in object storage, in the user's cache
+    (``$XDG_CACHE_HOME/diligence/lake-<hash of the catalog>.dbt``)."""
+    if location.path is not None:
+        path = location.path.expanduser()
+        return path.with_name(path.name.removesuffix(".duckdb") + ".dbt")
+    data_path = str(location.data_path or "").rstrip("/")
+    if data_path and "://" not in data_path:
+        local = Path(data_path).expanduser()
+        return local.with_name(local.name + ".dbt")
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(location.display().encode()).hexdigest()[:12]
+    return cache / "diligence" / f"lake-{digest}.dbt"
+
+
+@contextlib.contextmanager
+def new_artifacts(location: WarehouseLocation) -> Iterator[Path]:
+    """A new target folder for a build of `location`; when the block ends, however it
+    ends, it replaces the previous build's :func:`artifacts_dir` in one rename (a reader
+    sees the old folder or the new one). Folders a killed build left are removed first
+    (those of a build still running, of a lake, are left to it)."""
+    final = artifacts_dir(location).absolute()  # dbt reads a relative one from sql/
+    make_dirs(final.parent)
+    for stale in final.parent.glob(f".{final.name}.*"):
+        owner = re.search(r"\.(?:new|old)-(\d+)", stale.name)
+        if owner is None or not _running(int(owner.group(1))):
+            shutil.rmtree(stale, ignore_errors=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{final.name}.new-{os.getpid()}-", dir=final.parent))
+    try:
+        yield building
+    finally:
+        protect_tree(building)
+        previous = final.with_name(f".{final.name}.old-{os.getpid()}")
+        if final.is_dir():
+            os.replace(final, previous)
+        os.replace(building, final)
+        shutil.rmtree(previous, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid != os.getpid()
 
 
 def invoke(
@@ -227,8 +287,10 @@ def invoke(
 
     Never raises for a failing model or test (see :attr:`DbtRun.success`); raises
     :class:`DbtError` when dbt cannot run at all. `read_only` attaches the warehouse
-    read-only (tests, docs, source freshness). dbt writes its files (compiled SQL, log,
-    docs) into `target_path`, else into a private folder removed afterwards.
+    read-only (tests, docs, source freshness). With `target_path`, dbt leaves its
+    artifacts there (``manifest.json``, ``run_results.json``, compiled and run SQL,
+    ``dbt.log``); without, it writes no JSON and its files go to a private folder
+    removed afterwards.
     """
     if location.is_lake:
         from ..warehouse.lake import install_extensions
@@ -252,7 +314,8 @@ def invoke(
         try:
             manifest = _manifest(project_dir, target)
             args = [*command, *_common_args(project_dir, target, profiles_dir,
-                                            target_path or profiles_dir / "target")]
+                                            target_path or profiles_dir / "target",
+                                            write_json=target_path is not None)]
             if variables:
                 args += ["--vars", yaml.safe_dump(variables, default_flow_style=True).strip()]
             outcome = dbtRunner(manifest=manifest).invoke(args)
@@ -262,7 +325,8 @@ def invoke(
             DuckDBConnectionManager.close_all_connections()
     if outcome.exception is not None:
         return DbtRun(success=False, error=_first_line(outcome.exception))
-    return DbtRun(success=bool(outcome.success), nodes=_nodes(outcome.result), result=outcome.result)
+    return DbtRun(success=bool(outcome.success), nodes=_nodes(outcome.result, target_path),
+                  result=outcome.result)
 
 
 def render_macro(name: str, *arguments: str, project_dir: Path = PROJECT_DIR) -> str:
@@ -337,9 +401,11 @@ def _manifest(project_dir: Path, target: str) -> Any:
     return _manifests[key]
 
 
-def _common_args(project_dir: Path, target: str, profiles_dir: Path, target_dir: Path) -> list[str]:
+def _common_args(project_dir: Path, target: str, profiles_dir: Path, target_dir: Path,
+                 *, write_json: bool = False) -> list[str]:
     """The arguments of every invocation for `target`: its target and log folder
-    `target_dir`, nothing on stdout (results come back as objects)."""
+    `target_dir`, nothing on stdout (results come back as objects), dbt's JSON artifacts
+    only when `write_json`."""
     target_dir.mkdir(parents=True, exist_ok=True)
     return [
         "--project-dir", str(project_dir),
@@ -351,7 +417,7 @@ def _common_args(project_dir: Path, target: str, profiles_dir: Path, target_dir:
         "--log-level-file", "warn",
         "--no-send-anonymous-usage-stats",
         "--no-use-colors",
-        "--no-write-json",
+        "--write-json" if write_json else "--no-write-json",
     ]
 
 
@@ -385,7 +451,22 @@ def describe_failure(run: DbtRun, doing: str) -> str:
     return f"{doing} failed: {run.error or 'dbt reported a failure'}"
 
 
-def _nodes(result: Any) -> list[NodeResult]:
+def _sql_path(node: Any, target_path: Path | None) -> str | None:
+    """The SQL file dbt ran for `node` (else compiled), relative to `target_path`."""
+    if target_path is None:
+        return None
+    for written in (getattr(node, "build_path", None), getattr(node, "compiled_path", None)):
+        if not written:
+            continue
+        path = Path(written) if Path(written).is_absolute() else target_path / written
+        with contextlib.suppress(ValueError):
+            relative = path.relative_to(target_path)
+            if path.is_file():
+                return str(relative)
+    return None
+
+
+def _nodes(result: Any, target_path: Path | None = None) -> list[NodeResult]:
     nodes: list[NodeResult] = []
     for item in getattr(result, "results", None) or []:
         node = item.node
@@ -401,6 +482,7 @@ def _nodes(result: Any) -> list[NodeResult]:
                 failures=item.failures,
                 materialized=getattr(getattr(node, "config", None), "materialized", None),
                 compiled_code=getattr(node, "compiled_code", None),
+                sql_path=_sql_path(node, target_path),
             )
         )
     return nodes

@@ -42,10 +42,12 @@ from .dbt import (
     DbtError,
     DbtRun,
     Description,
+    artifacts_dir,
     describe_failure,
     descriptions,
     invoke,
     location_of,
+    new_artifacts,
 )
 
 SQL_DIR = PROJECT_DIR
@@ -66,12 +68,25 @@ __all__ = [
 
 
 class ModelError(DiligenceError):
-    """A model failed to build; `analytics` stays as the previous build left it."""
+    """A model failed to build; `analytics` stays as the previous build left it. The
+    message's first line names the model, the database's error and the SQL file that
+    ran; the database's ``LINE n:`` and its caret follow when it gave them."""
 
-    def __init__(self, model_name: str, duckdb_message: str) -> None:
-        super().__init__(f"model {model_name} failed: {duckdb_message}")
+    def __init__(self, model_name: str, duckdb_message: str, sql_path: Path | None = None,
+                 caret: str | None = None) -> None:
+        message = f"model {model_name} failed: {duckdb_message}"
+        if sql_path is not None:
+            message += f" (SQL: {sql_path})"
+        if caret is not None:
+            message += "\n" + caret
+        super().__init__(message)
         self.model_name = model_name
         self.duckdb_message = duckdb_message
+        self.sql_path = sql_path
+        self.caret = caret
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.model_name, self.duckdb_message, self.sql_path, self.caret))
 
     @property
     def out_of_memory(self) -> bool:
@@ -116,20 +131,22 @@ def build_models(
     location = location_of(warehouse)
     as_of_utc = _to_naive_utc(as_of or datetime.now(UTC))
     started = time.perf_counter()
-    run = invoke(
-        ["build"],
-        location,
-        target="build",
-        variables={
-            "as_of": as_of_utc.isoformat(sep=" "),
-            "expiring_within_days": expiring_within_days,
-        },
-        memory_limit=memory_limit,
-        duckdb_threads=duckdb_threads,
-        project_dir=project_dir,
-    )
+    with new_artifacts(location) as target_path:
+        run = invoke(
+            ["build", "--exclude-resource-type", "unit_test"],  # make test runs them
+            location,
+            target="build",
+            variables={
+                "as_of": as_of_utc.isoformat(sep=" "),
+                "expiring_within_days": expiring_within_days,
+            },
+            memory_limit=memory_limit,
+            duckdb_threads=duckdb_threads,
+            project_dir=project_dir,
+            target_path=target_path,
+        )
     if not run.success:
-        error = _model_error(run)
+        error = _model_error(run, artifacts_dir(location))
         with contextlib.suppress(duckdb.Error), _session(warehouse, location) as con:
             _drop_build_tables(con)  # a lake's readers would see them until the next build
         raise error
@@ -294,9 +311,10 @@ def _describe(con: duckdb.DuckDBPyConnection, tables: list[str], described: dict
                 )
 
 
-def _model_error(run: DbtRun) -> DiligenceError:
-    """ModelError naming the failed model; DbtError when dbt could not run at all, or a
-    check could not run."""
+def _model_error(run: DbtRun, artifacts: Path) -> DiligenceError:
+    """ModelError naming the failed model, the SQL file dbt ran for it (in the build's
+    `artifacts`) and the database's ``LINE n:`` with its caret; DbtError when dbt could
+    not run at all, or a check could not run."""
     failed = run.first_failure()
     if failed is None:
         return DbtError(describe_failure(run, "dbt build"))
@@ -305,7 +323,19 @@ def _model_error(run: DbtRun) -> DiligenceError:
     detail = next((line for line in lines if not line.startswith("Runtime Error")), lines[0] if lines else "")
     if failed.resource_type == "test":
         return DbtError(f"check {failed.name} could not run: {detail}", node=failed.name)
-    return ModelError(f"{failed.schema}.{failed.name}", detail)
+    return ModelError(f"{failed.schema}.{failed.name}", detail,
+                      sql_path=artifacts / failed.sql_path if failed.sql_path else None,
+                      caret=_caret(message))
+
+
+def _caret(message: str) -> str | None:
+    """The database's ``LINE n: <sql>`` line and the caret under it, if it gave them."""
+    lines = message.splitlines()
+    for index, line in enumerate(lines[:-1]):
+        if re.match(r"\s*LINE \d+:", line) and lines[index + 1].strip() == "^":
+            indent = len(line) - len(line.lstrip())
+            return f"{line[indent:]}\n{lines[index + 1][indent:]}"
+    return None
 
 
 @contextlib.contextmanager

@@ -151,10 +151,15 @@ def handle_errors(func: F) -> F:
         _state["secrets"] = LazySecrets(_configured_secrets)
         configure_logging(debug=_state["debug"], secrets=_state["secrets"], verbosity=_state["verbosity"])
 
-        def error_line(text: str) -> None:
-            # one line whatever its length; [..] in it is text, not markup
+        def error_line(text: str, caret: str | None = None) -> None:
+            # one line whatever its length; [..] in it is text, not markup. A failed
+            # model's SQL line and the caret under it follow as they are.
+            if caret:
+                text = text.removesuffix(caret)
             line = " ".join(mask_secrets(text, _state["secrets"]).split())
             err.print(f"[red]error:[/red] {escape(terminal_text(line))}", highlight=False)
+            for below in (caret or "").splitlines():
+                err.print(escape(terminal_text(mask_secrets(below, _state["secrets"]))), highlight=False)
 
         try:
             return func(*args, **kwargs)
@@ -174,7 +179,7 @@ def handle_errors(func: F) -> F:
             hint = full or hint_for(exc)
             known = hint is not None or raised_on_purpose(exc)
             text = hint or (str(exc) if known else f"{type(exc).__name__}: {exc}")
-            error_line(text)
+            error_line(text, None if hint else getattr(exc, "caret", None))
             if not known:
                 err.print("run with --debug for the traceback", style="dim", highlight=False)
             code = exc.exit_code if isinstance(exc, DiligenceError) and full is None else EXIT_FAILED
