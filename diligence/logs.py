@@ -84,6 +84,9 @@ def configure_logging(
     retry of the client, per-namespace progress), dlt still at WARNING; `debug` logs
     ours at DEBUG and dlt at INFO. Secrets are masked in every record either way.
     """
+    # a log that cannot be written (dbt's dbt.log on a full disk) is no traceback on
+    # stderr: the step's own error says what went wrong, in one line (--debug: shown)
+    logging.raiseExceptions = debug
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(SecretMaskingFilter(secrets))

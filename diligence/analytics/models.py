@@ -147,6 +147,8 @@ def build_models(
         )
     if not run.success:
         error = _model_error(run, artifacts_dir(location))
+        # where the build wrote, for a full disk whose message names no file
+        error.path = location.path or artifacts_dir(location)
         with contextlib.suppress(duckdb.Error), _session(warehouse, location) as con:
             _drop_build_tables(con)  # a lake's readers would see them until the next build
         raise error
