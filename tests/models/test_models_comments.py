@@ -15,13 +15,36 @@ from .helpers import rows
 from .rawdb import AS_OF, connection, create_raw, field, form, insert, questionnaire
 
 
+def described(layer: str) -> dict[str, dict]:
+    """The models declared in the YAML files of models/<layer>/, by name."""
+    models = {}
+    for path in (PROJECT_DIR / "models" / layer).glob("*.yml"):
+        for model in (yaml.safe_load(path.read_text()) or {}).get("models", []):
+            models[model["name"]] = model | {"file": path.name}
+    return models
+
+
 def mart_names() -> set[str]:
-    document = yaml.safe_load((PROJECT_DIR / "models" / "marts" / "_marts.yml").read_text())
-    return {model["name"] for model in document["models"]}
+    return set(described("marts"))
 
 
-def test_every_mart_model_is_described_in_yaml() -> None:
-    assert mart_names() == {path.stem for path in (PROJECT_DIR / "models" / "marts").glob("*.sql")}
+def test_every_model_has_its_own_yaml_file_describing_it() -> None:
+    for layer in ("staging", "marts"):
+        models = described(layer)
+        assert set(models) == {path.stem for path in (PROJECT_DIR / "models" / layer).glob("*.sql")}
+        for name, model in models.items():
+            assert model["file"] == f"{name}.yml"
+            assert "Grain" in model["description"] and "Key" in model["description"], name
+            assert model["columns"] and all(column.get("description") for column in model["columns"]), name
+
+
+def test_the_staging_yaml_lists_each_views_columns(clean_warehouse: Path) -> None:
+    views = {}
+    for row in rows(clean_warehouse, "select table_name, column_name from duckdb_columns() "
+                                      "where schema_name = 'staging' order by column_index"):
+        views.setdefault(row["table_name"], []).append(row["column_name"])
+    models = described("staging")
+    assert {name: [c["name"] for c in model["columns"]] for name, model in models.items()} == views
 
 
 def test_every_analytics_table_and_column_has_a_comment(tmp_path: Path) -> None:
