@@ -25,13 +25,18 @@ from analytics.headline
 """
 
 
-def duckdb_cli() -> str:
-    """How to start the DuckDB command line installed with this package: the `duckdb`
-    beside this Python (the project's .venv/bin/duckdb), else `duckdb` from PATH."""
-    beside = Path(sys.executable).absolute().with_name("duckdb")
+def installed_command(name: str) -> str:
+    """How to start the command `name` installed with this package: the one beside this
+    Python (the project's .venv/bin/<name>), else `name` from PATH."""
+    beside = Path(sys.executable).absolute().with_name(name)
     if not beside.exists():
-        return "duckdb"
+        return name
     return str(beside.relative_to(Path.cwd())) if beside.is_relative_to(Path.cwd()) else str(beside)
+
+
+def duckdb_cli() -> str:
+    """How to start the DuckDB command line installed with this package."""
+    return installed_command("duckdb")
 
 
 def run_demo(
@@ -93,6 +98,6 @@ def run_demo(
             + ")",
             f"Report:    {report.path}  (open it in a browser; it needs no network)",
             *([f"Evidence:  {owner.evidence_root}  (every response, sealed; head {result.evidence_head[:16]}; "
-               f"try: diligence verify -w {warehouse})"] if result.evidence_head else []),
+               f"try: {installed_command('diligence')} verify -w {warehouse})"] if result.evidence_head else []),
         ]
     )

@@ -1,7 +1,7 @@
 """What the HTML report shows, read from the warehouse in one read-only session.
 
-Every number is a query over the `analytics` schema (and `raw.sync_runs` for freshness
-and for when the previous sync ran); nothing is computed in the browser but paging and
+Every number is a query over the `analytics` schema (the dbt project's marts: the
+report reads nothing of `raw`); nothing is computed in the browser but paging and
 sorting. Large lists travel as positional rows (``columns`` + ``rows``) to keep the file
 small: with 10,000 counterparties the charts get aggregates, the tables get every row.
 
@@ -37,6 +37,8 @@ REQUIRED_TABLES = (
     "analytics.answers",
     "analytics.document_expiry",
     "analytics.sync_issues",
+    "analytics.sync_runs",
+    "analytics.namespaces",
 )
 
 
@@ -69,7 +71,7 @@ class ReportData:
     completeness_buckets: list[dict[str, Any]]
     changes: dict[str, Any]
     sync_issues: Table
-    #: namespace_company_id -> the namespace company's name, where raw.companies has it.
+    #: namespace_company_id -> the namespace company's name, where its details were read.
     namespace_names: dict[str, str] = field(default_factory=dict)
 
 
@@ -123,24 +125,6 @@ select namespace_company_id as namespace, last_success_at as last_success,
 from analytics.freshness
 order by namespace_company_id
 """
-
-
-def _sync_runs(con: duckdb.DuckDBPyConnection) -> None:
-    """Temp view ``sync_runs`` over raw.sync_runs with the columns the report reads
-    (a column dlt has not created yet, having seen only NULLs, reads as NULL)."""
-    present = {
-        name for (name,) in con.execute(
-            "select column_name from information_schema.columns "
-            "where table_schema = 'raw' and table_name = 'sync_runs'"
-        ).fetchall()
-    }
-    wanted = {"namespace_company_id": "varchar", "started_at": "timestamptz",
-              "finished_at": "timestamptz", "synced_at": "timestamptz", "status": "varchar",
-              "error": "varchar"}
-    columns = ", ".join(
-        name if name in present else f"null::{kind} as {name}" for name, kind in wanted.items()
-    )
-    con.execute(f"create or replace temp view sync_runs as select {columns} from raw.sync_runs")
 
 
 # -- documents --------------------------------------------------------------------------
@@ -205,7 +189,7 @@ with ok as (
            row_number() over (
                partition by namespace_company_id order by coalesce(synced_at, started_at) desc
            ) as recency
-    from sync_runs where status = 'success'
+    from analytics.sync_runs where status = 'success'
 )
 select namespace_company_id,
        max(started_at) filter (where recency = 1) as latest_started_at,
@@ -302,9 +286,6 @@ def _names(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _changes(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, Any]:
-    if "raw.sync_runs" not in tables:
-        return {"available": False, "namespaces": [], "answers": None, "documents": None,
-                "connections": None}
     windows = con.execute(SYNC_WINDOWS_SQL).fetchall()
     compared = [(ns, latest) for ns, latest, previous in windows if previous is not None]
     con.execute(f"create or replace temp table {WINDOWS} (namespace_company_id varchar, since timestamptz)")
@@ -352,8 +333,6 @@ def collect(
     _require_tables(con, warehouse)
     con.execute("set TimeZone = 'UTC'")
     tables = table_names(con)
-    if "raw.sync_runs" in tables:
-        _sync_runs(con)
     _names(con)
     cursor = con.execute(HEADLINE_SQL)
     names = [d[0] for d in cursor.description]
@@ -395,14 +374,12 @@ def collect(
             """
         ).fetchall()
     ]
-    namespace_names: dict[str, str] = {}
-    if "raw.companies" in tables:
-        namespace_names = dict(
-            con.execute(
-                "select company_id, any_value(name) from raw.companies "
-                "where company_id = namespace_company_id and name is not null group by 1"
-            ).fetchall()
-        )
+    namespace_names = dict(
+        con.execute(
+            "select namespace_company_id, namespace_name from analytics.namespaces "
+            "where namespace_name is not null"
+        ).fetchall()
+    )
     return ReportData(
         warehouse=str(warehouse),
         generated_at=now,

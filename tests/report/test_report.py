@@ -175,3 +175,17 @@ def test_missing_warehouse_or_models_is_not_ready(tmp_path: Path) -> None:
                        match="no analytics schema; run `diligence models --warehouse .*` first"):
         report_step(Warehouse(empty), tmp_path / "r.html")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_the_report_reads_the_marts_alone(synced: Synced, tmp_path: Path) -> None:
+    """Every figure, the changes and the namespaces' names come from `analytics`: the
+    same warehouse without its `raw` schema gives the same report data."""
+    copy = tmp_path / "analytics-only.duckdb"
+    copy.write_bytes(synced.warehouse.read_bytes())
+    with duckdb.connect(str(copy)) as con:
+        con.execute("drop schema raw cascade")
+    full, alone = collect_of(synced.warehouse), collect_of(copy)
+    assert alone.namespace_names and alone.namespace_names == full.namespace_names
+    for name in ("headline", "freshness", "completeness", "changes", "sync_issues",
+                 "expiring_documents", "timeline"):
+        assert getattr(alone, name) == getattr(full, name), name
