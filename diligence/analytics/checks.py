@@ -1,10 +1,11 @@
 """Data checks on the `analytics` schema: the dbt project's data tests.
 
 Each check is a dbt test returning the offending rows, passing when it returns none:
-the key tests (``unique_key``, ``not_null_key``, ``accepted_values``) are declared in
-each mart's YAML (`sql/models/marts/<model>.yml`), the others are singular tests in
-`sql/tests/`. A check's name is ``<model>__<what it checks>``. A build runs them with its models (``dbt
-build`` on target ``build``, where they warn instead of failing, so a failing check
+the key tests (``unique_key``, ``accepted_values``) are declared in each mart's YAML
+(`sql/models/marts/<model>.yml`), the others are singular tests in `sql/tests/`; keys
+that must not be NULL are the marts' contracts, which DuckDB enforces as the build
+writes them. A check's name is ``<model>__<what it checks>``. A build runs them with
+its models (``dbt build`` on target ``build``, where they warn instead of failing, so a failing check
 never skips a model: :mod:`diligence.analytics.models`); :func:`run_checks` runs them alone with
 ``dbt test`` on target ``analytics`` (see :mod:`diligence.analytics.dbt`).
 """

@@ -116,11 +116,13 @@ def test_missing_raw_columns_become_null(tmp_path: Path) -> None:
             "company_id VARCHAR, name VARCHAR, synced_at TIMESTAMPTZ)"
         )
         con.execute("insert into raw.companies values ('ns', 'c1', 'Acme', now())")
+        # the optional columns are missing; the keys are there (a missing key is a
+        # contract's NOT NULL failure, naming the model)
         con.execute(
             "create table raw.connections (namespace_company_id VARCHAR, "
-            "company_id VARCHAR, name VARCHAR, given_company_type_ids VARCHAR)"
+            "company_id VARCHAR, name VARCHAR, given_company_type_ids VARCHAR, synced_at TIMESTAMPTZ)"
         )
-        con.execute("""insert into raw.connections values ('ns', 'c1', 'Acme', '["t1"]')""")
+        con.execute("""insert into raw.connections values ('ns', 'c1', 'Acme', '["t1"]', now())""")
     build_models(path, as_of=AS_OF)
     [row] = rows(path, "select * from analytics.connections")
     assert (row["name"], row["lei"], row["cin"], row["country"]) == ("Acme", None, None, None)

@@ -18,7 +18,7 @@ from diligence.analytics.checks import (
     raise_for_failures,
     run_checks,
 )
-from diligence.analytics.dbt import prepare
+from diligence.analytics.dbt import PROJECT_DIR, prepare
 
 
 def first_row(table: str) -> str:
@@ -47,42 +47,32 @@ BREAKERS: dict[str, str] = {
     "answers__confirmed_after_versioned": set_value(
         "answers", "synced_at = versioned_at - interval 1 day"
     ),
-    "connection_history__not_null_key": null_key("connection_history", "valid_from"),
     "connection_history__unique_key": duplicate("connection_history"),
     "connection_history__valid_versions": set_value("connection_history", "is_current = false"),
     "counterparties__connected_agrees": set_value("counterparties", "is_connected = false"),
-    "counterparties__not_null_key": null_key("counterparties", "company_id"),
     "counterparties__unique_key": duplicate("counterparties"),
     "document_expiry__pair_is_readable": set_value("document_expiry", "company_type_id = 't9'"),
     "document_history__current_matches_expiry": set_value("document_history", "is_current = false"),
-    "document_history__not_null_key": null_key("document_history", "document_id"),
     "document_history__unique_key": duplicate("document_history"),
     "document_history__valid_versions": set_value(
         "document_history", "valid_to = valid_from - interval 1 day"
     ),
-    "namespaces__not_null_key": null_key("namespaces", "namespace_company_id"),
     "namespaces__unique_key": duplicate("namespaces"),
     "headline__one_row": "insert into analytics.headline select * from analytics.headline",
-    "sync_runs__not_null_key": null_key("sync_runs", "synced_at"),
     "sync_runs__unique_key": duplicate("sync_runs"),
     "answer_changes__is_change": set_value("answer_changes", "new_answer_text = old_answer_text"),
-    "answer_changes__not_null_key": null_key("answer_changes", "changed_at"),
     "answer_changes__unique_key": duplicate("answer_changes"),
-    "answer_history__not_null_key": null_key("answer_history", "version_number"),
     "answer_history__unique_key": duplicate("answer_history"),
     "answers__answered_has_text": set_value("answers", "is_answered = not is_answered"),
     "answers__company_in_namespace": set_value("answers", "company_id = 'stranger'"),
     "answers__field_type_not_null": set_value("answers", "field_type = null"),
     "answers__no_labels": set_value("answers", "field_type = 'Label'"),
-    "answers__not_null_key": null_key("answers", "field_id"),
     "answers__unique_key": duplicate("answers"),
     "answers_wide__not_null_key": null_key("answers_wide", "company_id"),
     "answers_wide__unique_key": duplicate("answers_wide"),
-    "answers_wide_columns__not_null_key": null_key("answers_wide_columns", "column_name"),
     "answers_wide_columns__unique_column_name": "update analytics.answers_wide_columns "
     "set column_name = 'same'",
     "answers_wide_columns__unique_key": duplicate("answers_wide_columns"),
-    "connections__not_null_key": null_key("connections", "namespace_company_id"),
     "connections__unique_key": duplicate("connections"),
     "document_expiry__accepted_expiry_status": set_value(
         "document_expiry", "expiry_status = 'soon'"
@@ -90,28 +80,52 @@ BREAKERS: dict[str, str] = {
     "document_expiry__company_in_namespace": set_value(
         "document_expiry", "company_id = 'stranger'"
     ),
-    "document_expiry__not_null_key": null_key("document_expiry", "document_id"),
     "document_expiry__unique_key": duplicate("document_expiry"),
     "questionnaire_completeness__answered_within_answerable": set_value(
         "questionnaire_completeness", "answered_fields = answerable_fields + 1"
-    ),
-    "questionnaire_completeness__not_null_key": null_key(
-        "questionnaire_completeness", "company_type_id"
     ),
     "questionnaire_completeness__pct_in_range": set_value(
         "questionnaire_completeness", "completeness_pct = 100.5"
     ),
     "questionnaire_completeness__unique_key": duplicate("questionnaire_completeness"),
     "reading_rights__accepted_direction": set_value("reading_rights", "direction = 'sideways'"),
-    "reading_rights__not_null_key": null_key("reading_rights", "company_type_id"),
     "reading_rights__unique_key": duplicate("reading_rights"),
-    "sync_issues__not_null_key": null_key("sync_issues", "endpoint"),
     "sync_issues__unique_key": duplicate("sync_issues"),
 }
 
 
 def test_every_check_has_a_breaker() -> None:
     assert sorted(BREAKERS) == check_names()
+
+
+def contracted_keys() -> dict[str, list[str]]:
+    """The marts whose contract declares not_null key columns, with those columns."""
+    import yaml
+
+    keys = {}
+    for path in (PROJECT_DIR / "models" / "marts").glob("*.yml"):
+        for model in (yaml.safe_load(path.read_text()) or {}).get("models", []):
+            if model.get("config", {}).get("contract", {}).get("enforced"):
+                keys[model["name"]] = [c["name"] for c in model["columns"]
+                                       if {"type": "not_null"} in c.get("constraints", [])]
+    return keys
+
+
+def test_the_contracts_keep_null_keys_out_of_the_published_tables(clean_warehouse: Path) -> None:
+    """The marts' contracts declare their key columns not null, and DuckDB enforces it in
+    `analytics` (the generic not_null_key test remains only for answers_wide, whose
+    columns are the fields')."""
+    keys = contracted_keys()
+    assert set(keys) >= {"answers", "answer_history", "document_expiry", "connections", "sync_runs"}
+    with duckdb.connect(str(clean_warehouse)) as con:
+        enforced = {(table, columns[0]) for table, columns in con.execute(
+            "select table_name, constraint_column_names from duckdb_constraints() "
+            "where schema_name = 'analytics' and constraint_type = 'NOT NULL'").fetchall()}
+        for table, columns in keys.items():
+            assert {(table, column) for column in columns} <= enforced, table
+            if columns and con.execute(f"select count(*) from analytics.{table}").fetchone()[0]:
+                with pytest.raises(duckdb.ConstraintException, match="NOT NULL constraint failed"):
+                    con.execute(null_key(table, columns[0]))
 
 
 def test_all_checks_pass_on_clean_data(clean_warehouse: Path) -> None:
