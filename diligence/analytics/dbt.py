@@ -67,6 +67,7 @@ from ..warehouse.location import (
     parse_location,
     redact,
 )
+from ..warehouse.lock import process_alive
 
 PROJECT_DIR = Path(__file__).resolve().parents[2] / "sql"
 PROFILE_NAME = "diligence"
@@ -247,7 +248,8 @@ def new_artifacts(location: WarehouseLocation) -> Iterator[Path]:
     make_dirs(final.parent)
     for stale in final.parent.glob(f".{final.name}.*"):
         owner = re.search(r"\.(?:new|old)-(\d+)", stale.name)
-        if owner is None or not _running(int(owner.group(1))):
+        pid = int(owner.group(1)) if owner else None
+        if pid is None or pid == os.getpid() or not process_alive(pid):
             shutil.rmtree(stale, ignore_errors=True)
     building = Path(tempfile.mkdtemp(prefix=f".{final.name}.new-{os.getpid()}-", dir=final.parent))
     try:
@@ -259,16 +261,6 @@ def new_artifacts(location: WarehouseLocation) -> Iterator[Path]:
             os.replace(final, previous)
         os.replace(building, final)
         shutil.rmtree(previous, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid != os.getpid()
 
 
 def invoke(
