@@ -48,6 +48,7 @@ from pipelines.company_connections import (
     selected_rows,
     stream_namespaces,
 )
+from pipelines.company_connections.schema import upgrade_raw
 
 from .errors import SyncError, raised_on_purpose
 from .evidence.keeping import evidence_log
@@ -230,7 +231,7 @@ def _commit(owner: Warehouse, stream: NamespaceStream, result: NamespaceResult,
     all (:meth:`Warehouse.load`), then tell the stream it is committed (it records the
     outcome in its manifest and deletes the staged files)."""
     try:
-        info = owner.load(source, result.namespace_company_id if owner.is_lake else None)
+        info = owner.load(source, result.namespace_company_id if owner.is_lake else None, prepare=upgrade_raw)
     except Exception as exc:  # noqa: BLE001
         stream.discard(result)
         raise SyncError(

@@ -22,9 +22,12 @@ class SelectError(SettingsError):
 
 def resource_names() -> tuple[str, ...]:
     """The data resources a sync can select, in load order."""
-    from pipelines.company_connections.schema import NAMESPACE_TABLES  # start-up: loads dlt
+    from pipelines.company_connections.schema import (  # start-up: loads dlt
+        NAMESPACE_TABLES,
+        WHOLE_RUN_ONLY,
+    )
 
-    return NAMESPACE_TABLES
+    return tuple(name for name in NAMESPACE_TABLES if name not in WHOLE_RUN_ONLY)
 
 
 def parse_select(values: Sequence[str] | None) -> tuple[str, ...] | None:

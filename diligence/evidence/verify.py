@@ -63,9 +63,9 @@ ROW_COLUMNS: dict[str, tuple[str, ...]] = {
     "questionnaires": ("namespace_company_id", "company_id", "company_type_id", "forms_json", "content_hash"),
     "documents": ("namespace_company_id", "company_id", "company_type_id", "document_id", "name",
                   "category", "type", "issue_date", "expiration_date", "document_json", "content_hash"),
-    "questionnaire_templates": ("namespace_company_id", "company_type_id", "forms_json"),
+    "questionnaire_templates": ("namespace_company_id", "company_type_id", "forms_json", "content_hash"),
 }
-_HISTORY = ("companies", "connections", "questionnaires", "documents")
+_HISTORY = ("companies", "connections", "questionnaire_templates", "questionnaires", "documents")
 
 
 @dataclass
@@ -210,7 +210,7 @@ def check_rows(table: str, rows: Iterable[dict[str, Any]], body_of: Any, lists_o
         if match is None:
             problems.append(f"{_describe(table, row)}: its response {sha[:12]} has no such row")
         else:
-            differ = [c for c in ROW_COLUMNS[table] if match.get(c) != row.get(c)]
+            differ = [c for c in ROW_COLUMNS[table] if c in row and match.get(c) != row[c]]
             if differ:
                 verb = "differs" if len(differ) == 1 else "differ"
                 problems.append(f"{_describe(table, row)} was edited: {', '.join(differ)} {verb} "
@@ -220,8 +220,12 @@ def check_rows(table: str, rows: Iterable[dict[str, Any]], body_of: Any, lists_o
 
 
 def _raw_rows(con: Any, table: str) -> Iterator[dict[str, Any]]:
-    since = "_dlt_valid_from" if table in _HISTORY else "synced_at"
-    columns = sorted({*ROW_COLUMNS[table], *ROW_KEYS[table], "response_sha256", since})
+    # a table of an older release's shape (not versioned yet) is read as it is
+    present = {row[0] for row in con.execute(
+        "select column_name from information_schema.columns where table_catalog = current_database() "
+        "and table_schema = 'raw' and table_name = ?", [table]).fetchall()}
+    since = "_dlt_valid_from" if table in _HISTORY and "_dlt_valid_from" in present else "synced_at"
+    columns = sorted({*ROW_COLUMNS[table], *ROW_KEYS[table], "response_sha256", since} & present)
     cursor = con.execute(f"select {', '.join(columns)} from raw.{table} order by {', '.join(ROW_KEYS[table])}")
     while batch := cursor.fetchmany(2048):
         for values in batch:

@@ -388,9 +388,11 @@ class Warehouse:
             self._pipeline_cons[namespace] = self._con
         return self._pipelines[namespace]
 
-    def load(self, source: Callable[[], Any], namespace: str | None = None) -> Any:
+    def load(self, source: Callable[[], Any], namespace: str | None = None, *,
+             prepare: Callable[[Any], None] | None = None) -> Any:
         """One dlt run of `source()` into `raw`, committed whole or not at all; returns
-        dlt's LoadInfo. (A lake has a pipeline per namespace: pass it.)
+        dlt's LoadInfo. (A lake has a pipeline per namespace: pass it.) `prepare(con)`
+        runs first in the same transaction (the source's upgrade of an older `raw`).
 
         The source is extracted and normalized into dlt's folder, then every load job
         runs on this warehouse's session, one at a time, in one transaction (see
@@ -412,6 +414,8 @@ class Warehouse:
                 pipeline.extract(source(), loader_file_format="parquet")
                 pipeline.normalize()
                 with transaction(con):
+                    if prepare is not None:
+                        prepare(con)
                     return pipeline.load(workers=1)
 
             if self.path is not None:

@@ -59,7 +59,7 @@ from .extract import (
 from .limits import RequestBudget
 from .manifest import Sealed, seal
 from .namespaces import plan_namespaces
-from .schema import CURRENT_STATE, HISTORY, TABLE_COLUMNS, arrow_schema
+from .schema import CURRENT_STATE, HISTORY, TABLE_COLUMNS, WHOLE_RUN_ONLY, arrow_schema
 from .staging import StagedTable, read_batches, warm_up_conversions
 
 __all__ = [
@@ -357,13 +357,13 @@ def user_roles(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
     yield from _staged(snapshot, "user_roles")
 
 
-@dlt.resource(name="questionnaire_templates", columns=TABLE_COLUMNS["questionnaire_templates"], primary_key=list(CURRENT_STATE["questionnaire_templates"]), write_disposition={"disposition": "merge", "strategy": "delete-insert"})
+_SCD2 = {"disposition": "merge", "strategy": "scd2", "row_version_column_name": "content_hash"}
+
+
+@dlt.resource(name="questionnaire_templates", columns=TABLE_COLUMNS["questionnaire_templates"], write_disposition=_SCD2)
 def questionnaire_templates(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
     """Templates (endpoint 8) of every company type the namespace reads."""
     yield from _staged(snapshot, "questionnaire_templates")
-
-
-_SCD2 = {"disposition": "merge", "strategy": "scd2", "row_version_column_name": "content_hash"}
 
 
 @dlt.resource(name="companies", columns=TABLE_COLUMNS["companies"], write_disposition=_SCD2)
@@ -390,6 +390,12 @@ def documents(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
     yield from _staged(snapshot, "documents")
 
 
+@dlt.resource(name="service_keys", columns=TABLE_COLUMNS["service_keys"], write_disposition=_SCD2)
+def service_keys(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
+    """Every key path the service sent per endpoint, and whether it is modelled (see .keys)."""
+    yield from _staged(snapshot, "service_keys")
+
+
 @dlt.resource(name="sync_issues", columns=TABLE_COLUMNS["sync_issues"], write_disposition="append")
 def sync_issues(rows: list[dict[str, Any]]) -> Iterator[pa.Table]:
     """Requests of the run that were denied (403), not found (404) or failed for good."""
@@ -409,10 +415,12 @@ _DATA_RESOURCES = {
     "connections": connections,
     "questionnaires": questionnaires,
     "documents": documents,
+    "service_keys": service_keys,
 }
 assert set(_DATA_RESOURCES) == {*CURRENT_STATE, *HISTORY}
-#: Names of the data resources a run may select (the run log is always loaded).
-DATA_RESOURCES: tuple[str, ...] = tuple(_DATA_RESOURCES)
+#: Names of the data resources a run may select (the run log is always loaded;
+#: ``service_keys`` only with every other one, see WHOLE_RUN_ONLY).
+DATA_RESOURCES: tuple[str, ...] = tuple(name for name in _DATA_RESOURCES if name not in WHOLE_RUN_ONLY)
 
 
 def _issue_row(sync_id: str, namespace: str, issue: SyncIssue, synced_at: datetime) -> dict[str, Any]:
@@ -500,8 +508,9 @@ def company_connections(
     resources: list[DltResource] = []
     if isinstance(result, NamespaceSnapshot):
         scope = f"{{table}}.namespace_company_id = {_sql_literal(ns)}"
+        whole = selected is None or set(DATA_RESOURCES) <= set(selected)
         for name, resource in _DATA_RESOURCES.items():
-            if selected is not None and name not in selected:
+            if not whole and (name in WHOLE_RUN_ONLY or name not in selected):  # type: ignore[operator]
                 continue
             disposition: dict[str, Any]
             if name in HISTORY:

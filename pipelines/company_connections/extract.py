@@ -47,6 +47,7 @@ from typing import Any, Protocol, TypeVar
 from .client import ServiceClient
 from .errors import AuthenticationError, DeniedError, NotFoundError, ServiceError, StalledError
 from .evidence import last_answer
+from .keys import KeysSeen
 from .limits import request_priority
 from .models import ConnectionDetail, ConnectionEntry, Role
 from .namespaces import plan_namespaces
@@ -205,6 +206,7 @@ class _NamespaceReader:
             namespace_company_id=self.ns, synced_at=synced_at, started_at=_now(), folder=stage.folder
         )
         self._template_types: set[str] = set()
+        self.keys = KeysSeen()
         self._tasks: asyncio.TaskGroup | None = None
 
     # -- plumbing -----------------------------------------------------------------
@@ -234,6 +236,13 @@ class _NamespaceReader:
             self.snapshot.kept += 1
         if self.progress is not None:
             self.progress.done(self.ns, 1, 0)
+
+    def _see_items(self, endpoint: str, items: Sequence[Any]) -> None:
+        """Record the key paths of a list endpoint's items (see :mod:`.keys`), each
+        with the page that had it."""
+        answer = last_answer()
+        responses = [answer.for_item(i) if answer is not None else None for i in range(len(items))]
+        self.keys.see_items(endpoint, items, responses)
 
     def _rows_added(self, rows: int) -> None:
         if self.progress is not None and rows:
@@ -342,6 +351,7 @@ class _NamespaceReader:
                 ENDPOINT_CONNECTIONS, lambda: self.client.connections(ns)
             )
             self._list_response = _response()
+            self._see_items(ENDPOINT_CONNECTIONS, entries)
             self._plan(2 * len(entries))
             # Connections are admitted a window at a time: each one's requests (and
             # their tasks) exist only while it is read, so memory does not grow with
@@ -350,6 +360,8 @@ class _NamespaceReader:
             for entry in _unique_entries(entries):
                 await window.acquire()
                 self._spawn(self._read_admitted(entry, window))
+        for row in self.keys.rows(ns):
+            self.stage.append("service_keys", row | {"synced_at": snap.synced_at})
         snap.tables = self.stage.close()
         snap.finished_at = _now()
         return snap
@@ -363,6 +375,7 @@ class _NamespaceReader:
         )
         if company is None:
             return
+        self.keys.see(ENDPOINT_COMPANY, company, _response())
         row = company_row(self.ns, company_id, company, is_namespace_company=is_namespace_company)
         self.stage.append("companies", row | {"synced_at": self.synced_at, "response_sha256": _response()})
         self._rows_added(1)
@@ -389,6 +402,8 @@ class _NamespaceReader:
         )
         # the detail's response when there is one, else the list's (a 403/404 detail)
         response = _response() if detail is not None else self._list_response
+        if detail is not None:
+            self.keys.see(ENDPOINT_CONNECTION, detail, response)
         row = connection_row(self.ns, entry, detail)
         self.stage.append("connections", row | {"synced_at": self.synced_at, "response_sha256": response})
         self._rows_added(1)
@@ -417,6 +432,7 @@ class _NamespaceReader:
         )
         if questionnaire is None:
             return
+        self.keys.see(ENDPOINT_QUESTIONNAIRE, questionnaire.raw_body, _response())
         row = questionnaire_row(self.ns, company_id, company_type_id, questionnaire)
         self.stage.append("questionnaires", row | {"synced_at": self.synced_at, "response_sha256": _response()})
         self._rows_added(1)
@@ -431,6 +447,7 @@ class _NamespaceReader:
         if not documents:
             return
         answer = last_answer()
+        self._see_items(ENDPOINT_DOCUMENTS, [document.raw for document in documents])
         added = 0
         for index, row in document_rows(self.ns, company_id, company_type_id, documents):
             self.stage.append("documents", row | {
@@ -448,6 +465,7 @@ class _NamespaceReader:
         )
         if template is None:
             return
+        self.keys.see(ENDPOINT_TEMPLATE, template.raw_body, _response())
         self.stage.append("questionnaire_templates", template_row(self.ns, company_type_id, template) | {
             "synced_at": self.synced_at, "response_sha256": _response()})
         self._rows_added(1)

@@ -183,6 +183,8 @@ class Questionnaire(_Model):
     """
 
     raw_forms: list[Any] = []
+    #: the body as received (its keys are recorded in ``raw.service_keys``)
+    raw_body: dict[str, Any] = {}
 
     @cached_property
     def forms(self) -> list[Form]:
@@ -220,7 +222,7 @@ class Questionnaire(_Model):
             raise TypeError("'questionnaires.forms' is not a list")
         if not all(type(form) is dict for form in forms):
             raise TypeError("a form of 'questionnaires.forms' is not an object")
-        return cls.model_construct(raw_forms=forms)
+        return cls.model_construct(raw_forms=forms, raw_body=body)
 
 
 class FieldInformation(_Model):

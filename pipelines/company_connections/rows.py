@@ -147,10 +147,12 @@ def document_rows(namespace: str, company_id: str, company_type_id: str,
 
 def template_row(namespace: str, company_type_id: str, template: Questionnaire) -> dict[str, Any]:
     """``questionnaire_templates``: a company type's questionnaire (endpoint 8)."""
+    forms_json = template.raw_json.decode()
     return {
         "namespace_company_id": namespace,
         "company_type_id": company_type_id,
-        "forms_json": template.raw_json.decode(),
+        "forms_json": forms_json,
+        "content_hash": content_hash(namespace, company_type_id, forms_json),
     }
 
 

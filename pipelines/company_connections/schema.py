@@ -17,7 +17,8 @@ from typing import Any
 import pyarrow as pa
 from dlt.common.schema.typing import TColumnSchema, TTableSchemaColumns
 
-__all__ = ["TABLE_COLUMNS", "CURRENT_STATE", "HISTORY", "LOG_TABLES", "NAMESPACE_TABLES", "arrow_schema"]
+__all__ = ["TABLE_COLUMNS", "CURRENT_STATE", "HISTORY", "LOG_TABLES", "NAMESPACE_TABLES", "WHOLE_RUN_ONLY",
+           "arrow_schema", "upgrade_raw"]
 
 
 def _col(data_type: str, nullable: bool = True, **hints: Any) -> TColumnSchema:
@@ -73,6 +74,7 @@ TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
         **_NS,
         "company_type_id": _col("text", False),
         "forms_json": _col("text"),
+        **_HASH,
         **_SYNCED,
         **_RESPONSE,
     },
@@ -96,6 +98,16 @@ TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
         "issue_date": _col("text"),
         "expiration_date": _col("text"),
         "document_json": _col("text"),
+        **_HASH,
+        **_SYNCED,
+        **_RESPONSE,
+    },
+    # every key path the service sent per endpoint (see .keys); response: the first that had it
+    "service_keys": {
+        **_NS,
+        "endpoint": _col("text", False),
+        "key_path": _col("text", False),
+        "is_modelled": _col("bool", False),
         **_HASH,
         **_SYNCED,
         **_RESPONSE,
@@ -127,10 +139,14 @@ TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
 #: Current-state tables: replaced per namespace (delete-insert); value = primary key.
 CURRENT_STATE: dict[str, tuple[str, ...]] = {
     "user_roles": ("namespace_company_id",),
-    "questionnaire_templates": ("namespace_company_id", "company_type_id"),
 }
 #: Tables with history (scd2): a version per distinct content_hash.
-HISTORY: tuple[str, ...] = ("companies", "connections", "questionnaires", "documents")
+HISTORY: tuple[str, ...] = (
+    "companies", "connections", "questionnaire_templates", "questionnaires", "documents", "service_keys",
+)
+#: History tables of whole endpoints: loaded only by a run that reads every resource
+#: (a run of some resources would retire the keys of the others).
+WHOLE_RUN_ONLY: tuple[str, ...] = ("service_keys",)
 #: Tables a namespace's fetch fills (staged per namespace, loaded atomically).
 NAMESPACE_TABLES: tuple[str, ...] = (*CURRENT_STATE, *HISTORY)
 #: The run log: appended for every namespace, loaded or not.
@@ -142,6 +158,35 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
     "bigint": pa.int64(),
     "timestamp": pa.timestamp("us", tz="UTC"),
 }
+
+
+def upgrade_raw(con: Any) -> None:
+    """Bring `raw` written by an older release to the shape declared here, on `con` (in
+    the load's transaction, before dlt writes): ``questionnaire_templates`` was a current-
+    state table and is now versioned, so its rows get their content hash (as the fetch
+    computes it) and a validity from their ``synced_at``; dlt's scd2 then carries on from
+    them (an unchanged template stays one version)."""
+    from .rows import content_hash
+
+    present = {
+        row[0] for row in con.execute(
+            "select column_name from information_schema.columns where table_catalog = current_database() "
+            "and table_schema = 'raw' and table_name = 'questionnaire_templates'").fetchall()
+    }
+    if not present or "content_hash" in present:
+        return
+    # dlt's staging copy of the table (emptied by every merge) is made again in the new shape
+    con.execute("drop table if exists raw_staging.questionnaire_templates")
+    table = "raw.questionnaire_templates"
+    con.execute(f"alter table {table} add column content_hash varchar")
+    con.execute(f"alter table {table} add column _dlt_valid_from timestamp with time zone")
+    con.execute(f"alter table {table} add column _dlt_valid_to timestamp with time zone")
+    rows = con.execute(f"select namespace_company_id, company_type_id, forms_json from {table}").fetchall()
+    con.executemany(
+        f"update {table} set content_hash = ?, _dlt_valid_from = synced_at "
+        "where namespace_company_id = ? and company_type_id = ?",
+        [[content_hash(ns, type_id, forms), ns, type_id] for ns, type_id, forms in rows],
+    )
 
 
 def arrow_schema(name: str) -> pa.Schema:
