@@ -16,6 +16,7 @@ dlt config too, and an explicit value (a CLI option, a flow parameter) always wi
     file_mode = "owner"            # DILIGENCE_FILE_MODE; "group": 0640/0750 (see filemodes)
     [notifications]
     block = "custom-webhook/diligence-alerts"  # NOTIFICATIONS__BLOCK: <type slug>/<name>
+    kinds = ["document_newly_expired", "namespace_failed"]  # NOTIFICATIONS__KINDS: default all
     [evidence]
     enabled = true                 # EVIDENCE__ENABLED: keep every response and manifest
     path = "/srv/evidence"         # DILIGENCE_EVIDENCE: default beside the warehouse
@@ -127,6 +128,21 @@ def notification_block(value: str | None = None) -> str | None:
     ``notifications.block``, else None (no alerts)."""
     name = value or configured("notifications.block", str)
     return str(name) if name else None
+
+
+def notification_kinds(value: list[str] | str | None = None) -> list[str] | None:
+    """The kinds a notification carries, as given: `value`, else config
+    ``notifications.kinds`` (a list, or one comma-separated string), else None (every
+    kind). :func:`diligence.analytics.digest.parse_kinds` checks them."""
+    chosen = value
+    if chosen is None:
+        try:
+            chosen = configured("notifications.kinds", list)  # type: ignore[assignment]
+        except Exception:  # noqa: BLE001 - not a list: "a,b" (env NOTIFICATIONS__KINDS)
+            chosen = configured("notifications.kinds", str)  # type: ignore[assignment]
+    if chosen is None or chosen == "":
+        return None
+    return [str(chosen)] if isinstance(chosen, str) else [str(kind) for kind in chosen]
 
 
 EVIDENCE_ENV = "DILIGENCE_EVIDENCE"

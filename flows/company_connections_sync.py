@@ -430,7 +430,7 @@ def company_connections_sync(
     publish_run_summary(outcomes, analytics, exported, report, evidence_summary(open_warehouse(warehouse)))
     publish_dbt_build(analytics)
     publish_document_expiry(warehouse, days)
-    notify_changes(warehouse, outcomes, days, return_state=True)
+    notify_changes(warehouse, outcomes, return_state=True)
     try:
         raise_for_failures(outcomes, analytics.checks)
     except RunFailedError as exc:

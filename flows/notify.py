@@ -1,17 +1,22 @@
-"""The run's notification: what is new since the previous run, through a Prefect block.
+"""The run's notification: the digest of what changed, through a Prefect block.
 
-After the models are built, :func:`notify_changes` asks :mod:`diligence.analytics.alerts` for the
-documents that newly expired or entered the expiring window and the namespaces that
-failed, and sends them through the Prefect notification block named in config::
+After the models are built, :func:`notify_changes` reads this run's changes from
+``analytics.changes`` (:mod:`diligence.analytics.digest`: answers revised, documents
+added, changed, newly expiring or expired, connections and reading rights, template
+fields, keys the service started or stopped sending) and the namespaces it could not
+load, and sends them through the Prefect notification block named in config::
 
     [notifications]
     block = "custom-webhook/diligence-alerts"   # <block type slug>/<block name>
+    kinds = ["document_newly_expiring", "document_newly_expired", "answer_changed",
+             "connection_removed", "namespace_failed"]   # default: every kind
 
-(env ``NOTIFICATIONS__BLOCK``). Any block of ``prefect.blocks.notifications`` works:
-a custom webhook, Slack, Microsoft Teams, e-mail (SendGrid), ... Nothing is sent when
-nothing is new, or when no block is configured. The text ends with the evidence
-chain's head, a copy kept outside the warehouse (``diligence verify --head``). It is
-masked like every artifact: no password, token or Basic/Bearer value can reach the payload.
+(env ``NOTIFICATIONS__BLOCK``, ``NOTIFICATIONS__KINDS``). Any block of
+``prefect.blocks.notifications`` works: a custom webhook, Slack, Microsoft Teams, e-mail
+(SendGrid), ... Nothing is sent when nothing of those kinds changed, or when no block
+is configured. The text ends with the evidence chain's head, a copy kept outside the
+warehouse (``diligence verify --head``). It is masked like every artifact: no password,
+token or Basic/Bearer value can reach the payload.
 """
 
 from __future__ import annotations
@@ -24,8 +29,8 @@ from prefect.blocks.notifications import NotificationBlock
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from diligence.analytics.alerts import RunAlerts, run_alerts
-from diligence.config import notification_block
+from diligence.analytics.digest import NOTIFY_KINDS, Digest, parse_kinds, read_digest
+from diligence.config import notification_block, notification_kinds
 from diligence.evidence.chain import evidence_summary
 from diligence.sync import NamespaceOutcome
 from diligence.warehouse import open_warehouse
@@ -60,35 +65,35 @@ def _flow_run_started_at() -> datetime:
 def notify_changes(
     warehouse: str | None,
     outcomes: list[NamespaceOutcome],
-    expiring_within_days: int,
     run_started_at: datetime | None = None,
     block: str | None = None,
-) -> RunAlerts | None:
-    """Send what is new since the previous run through the configured block.
+    kinds: list[str] | None = None,
+) -> Digest | None:
+    """Send this run's digest (changes detected since `run_started_at`, default the flow
+    run's start, of the configured kinds) through the configured block.
 
-    Returns what was sent, or None when nothing was (nothing new, or no block set).
+    Returns what was sent, or None when nothing was (nothing changed, or no block set).
     """
     logger = get_run_logger()
     name = notification_block(block)
     if name is None:
         logger.info("no notification block configured ([notifications] block): nothing sent")
         return None
+    wanted = parse_kinds(notification_kinds(kinds), allowed=NOTIFY_KINDS, what="[notifications] kinds") or NOTIFY_KINDS
+    failed = [(o.namespace_company_id, mask(o.error or "failed")) for o in outcomes if o.status != "success"]
     with open_warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
-        alerts = run_alerts(
+        digest = read_digest(
             con,
-            run_started_at=run_started_at or _flow_run_started_at(),
-            expiring_within_days=expiring_within_days,
-            failed_namespaces=[
-                (o.namespace_company_id, mask(o.error or "failed"))
-                for o in outcomes
-                if o.status != "success"
-            ],
+            since=run_started_at or _flow_run_started_at(),
+            kinds=[kind for kind in wanted if kind != "namespace_failed"] or ["(none)"],
+            failed_namespaces=failed if "namespace_failed" in wanted else (),
         )
-    if alerts.empty:
-        logger.info("nothing new since the previous run: no notification sent")
+    if digest.empty:
+        logger.info("nothing changed since the previous run (of kinds %s): no notification sent",
+                    ", ".join(wanted))
         return None
     evidence = evidence_summary(open_warehouse(warehouse))
-    body = alerts.body() + (f"\n\nEvidence chain head: {evidence['head']}\n" if evidence and evidence["head"] else "")
-    load_notification_block(name).notify(body=mask(body), subject=mask(alerts.subject()))
-    logger.info("notification sent through %s: %s", name, alerts.subject())
-    return alerts
+    body = digest.body() + (f"\n\nEvidence chain head: {evidence['head']}\n" if evidence and evidence["head"] else "")
+    load_notification_block(name).notify(body=mask(body), subject=mask(digest.subject()))
+    logger.info("notification sent through %s: %s", name, digest.subject())
+    return digest

@@ -31,6 +31,7 @@ from ..config import DEMO_WAREHOUSE
 from ..safe_text import console_text
 from ..warehouse import DEFAULT_WAREHOUSE
 from ..warehouse.migrate import migrate_warehouse as migrate
+from . import changes as _changes_command  # noqa: F401 - registers changes
 from . import evidence as _evidence_commands  # noqa: F401 - registers verify, evidence, replay
 from .base import (
     _AS_OF_SLACK,

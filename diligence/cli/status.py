@@ -17,6 +17,7 @@ tables. The shape::
      "failed_attempts": [{"at", "pid", "error"}],               # since the last sync
      "resumable": [{"namespace_company_id", "requests_kept", "since"}],
      "evidence": {"path", "head", "syncs", "responses", "bytes"} | null,
+     "changes": {"sync_id", "total", "counts": {"answer_changed": 3, ...}},  # once modelled
      "sources": [{"table", "status", "max_loaded_at", "age_seconds"}]}  # --sources only
 
 A sync that failed before any namespace (credentials, user-info, unreachable) is not
@@ -41,6 +42,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..analytics.dbt_docs import source_freshness
+from ..analytics.digest import KINDS
 from ..attempts import failed_attempts
 from ..errors import WarehouseBusyError
 from ..evidence.chain import evidence_summary as evidence_status
@@ -206,9 +208,21 @@ def _collect(
             {"endpoint": e, "http_status": s, "count": int(c)} for e, s, c in issues
         ]
         status["open_sync_issues_total"] = sum(int(c) for _, _, c in issues)
+    if "analytics.changes" in tables:
+        status["changes"] = _last_changes(con)
     last_sync = con.execute("select max(synced_at) from raw.sync_runs").fetchall()[0][0]  # type: ignore[index]
     status["failed_attempts"] = attempts(last_sync)
     return status
+
+
+def _last_changes(con: Any) -> dict[str, Any]:
+    """The last successful sync's changes (analytics.changes), counted per kind."""
+    row = con.execute("select arg_max(sync_id, synced_at) from analytics.sync_runs where status = 'success'"
+                      ).fetchall()[0]
+    counts = dict(con.execute("select change_kind, count(*) from analytics.changes where sync_id = ? group by 1",
+                              [row[0]]).fetchall())
+    return {"sync_id": row[0], "total": sum(counts.values()),
+            "counts": {kind: int(counts[kind]) for kind in KINDS if kind in counts}}
 
 
 def _running_line(status: dict[str, Any]) -> str | None:
@@ -285,6 +299,12 @@ def render_status(warehouse: Path | str, console: Console, status: dict[str, Any
     for table, rows in status["row_counts"].items():
         counts.add_row(table, str(rows))
     console.print(counts)
+
+    changes = status.get("changes")
+    if changes and changes["sync_id"]:
+        what = ", ".join(f"{n:,} {kind.replace('_', ' ')}" for kind, n in changes["counts"].items())
+        console.print(f"Changes seen by the last sync ({changes['sync_id']}): {what or 'none'}"
+                      + ("; `diligence changes` lists them" if what else ""), highlight=False)
 
     if status["open_sync_issues"]:
         table = Table(title="Open sync issues (latest sync)")

@@ -5,15 +5,10 @@ report reads nothing of `raw`); nothing is computed in the browser but paging an
 sorting. Large lists travel as positional rows (``columns`` + ``rows``) to keep the file
 small: with 10,000 counterparties the charts get aggregates, the tables get every row.
 
-"What changed since the previous sync" compares, per namespace, what its latest
-successful sync loaded against the versions before it:
-
-- answers from ``analytics.answer_changes``;
-- documents and connections from the marts ``analytics.document_history`` and
-  ``analytics.connection_history`` (a warehouse built before they existed reports
-  those changes as unavailable).
-
-A namespace synced only once has no previous sync: nothing is reported as changed there.
+"What changed since the previous sync" is the change feed ``analytics.changes`` of each
+namespace's latest successful sync: counts per kind, and the list (at most
+:data:`MAX_CHANGES` rows; ``diligence changes`` gives them all). A namespace synced only
+once has no previous sync: nothing is reported as changed there.
 """
 
 from __future__ import annotations
@@ -25,6 +20,7 @@ from typing import Any
 
 import duckdb
 
+from ..analytics.digest import KINDS
 from ..errors import DiligenceError, WarehouseNotReadyError
 from ..warehouse import table_names
 
@@ -39,6 +35,7 @@ REQUIRED_TABLES = (
     "analytics.sync_issues",
     "analytics.sync_runs",
     "analytics.namespaces",
+    "analytics.changes",
 )
 
 
@@ -198,77 +195,13 @@ from ok group by 1
 """
 
 #: (namespace_company_id, since): when each namespace's latest successful sync began
-#: (its ``synced_at``, the same instant dlt stamps as ``_dlt_valid_from`` on the versions
-#: it loads), for the namespaces that had a successful sync before it.
+#: (its ``synced_at``, the ``detected_at`` of the changes it saw), for the namespaces that
+#: had a successful sync before it.
 WINDOWS = "report_windows"
 #: (company_id, counterparty): a display name for every company the analytics know.
 NAMES = "report_names"
-
-
-#: Version history of documents and connections from the analytics marts, as relations
-#: with the columns namespace_company_id, company_id, item_id, item_name, detail,
-#: valid_from, valid_to.
-HISTORY_RELATIONS = {
-    "documents": (
-        "analytics.document_history",
-        """
-        select namespace_company_id, company_id, company_type_id || '/' || document_id
-                   as item_id,
-               document_name as item_name,
-               cast(cast(expiration_date as date) as varchar) as detail,
-               valid_from, valid_to
-        from analytics.document_history""",
-    ),
-    "connections": (
-        "analytics.connection_history",
-        """
-        select namespace_company_id, company_id, company_id as item_id, name as item_name,
-               null::varchar as detail, valid_from, valid_to
-        from analytics.connection_history""",
-    ),
-}
-
-
-def _history_changes(con: duckdb.DuckDBPyConnection, relation: str) -> Table:
-    """Items added, changed or removed by each namespace's latest sync, from a history
-    relation of :data:`HISTORY_RELATIONS`."""
-    return _table(
-        con,
-        f"""
-        with history as ({relation}),
-        latest as (
-            select h.*, w.since from history h join {WINDOWS} w using (namespace_company_id)
-        ),
-        opened as (
-            select * from latest where valid_from >= since
-        ),
-        closed as (
-            select * from latest where valid_to is not null and valid_to >= since
-        ),
-        earlier as (
-            select distinct namespace_company_id, item_id from latest where valid_from < since
-        ),
-        events as (
-            select o.namespace_company_id, o.company_id, o.item_id, o.item_name, o.detail,
-                   case when e.item_id is null then 'added' else 'changed' end as change,
-                   o.valid_from as changed_at
-            from opened o left join earlier e using (namespace_company_id, item_id)
-            union all
-            select c.namespace_company_id, c.company_id, c.item_id, c.item_name, c.detail,
-                   'removed', c.valid_to
-            from closed c
-            where not exists (
-                select 1 from opened o
-                where o.namespace_company_id = c.namespace_company_id and o.item_id = c.item_id
-            )
-        )
-        select e.namespace_company_id, e.company_id,
-               coalesce(n.counterparty, e.company_id) as counterparty, e.item_id, e.item_name,
-               e.detail, e.change, e.changed_at
-        from events e left join {NAMES} n on n.company_id = e.company_id
-        order by counterparty, e.company_id, e.item_id, e.namespace_company_id
-        """,
-    )
+#: Changes listed in the report (all are counted).
+MAX_CHANGES = 1000
 
 
 def _names(con: duckdb.DuckDBPyConnection) -> None:
@@ -285,38 +218,38 @@ def _names(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def _changes(con: duckdb.DuckDBPyConnection, tables: set[str]) -> dict[str, Any]:
+def _changes(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     windows = con.execute(SYNC_WINDOWS_SQL).fetchall()
     compared = [(ns, latest) for ns, latest, previous in windows if previous is not None]
     con.execute(f"create or replace temp table {WINDOWS} (namespace_company_id varchar, since timestamptz)")
     if compared:
         con.executemany(f"insert into {WINDOWS} values (?, ?)", [list(row) for row in compared])
-    answers = _table(
+    latest = f"""
+        select c.* from analytics.changes c join {WINDOWS} w using (namespace_company_id)
+        where c.detected_at = w.since"""
+    counts = dict(con.execute(f"select change_kind, count(*) from ({latest}) group by 1").fetchall())
+    listed = _table(
         con,
         f"""
         select c.namespace_company_id, c.company_id,
-               coalesce(n.counterparty, c.company_name, c.company_id) as counterparty, c.company_type_id,
-               coalesce(c.field_label, c.field_id) as field, c.change_type,
-               c.old_answer_text, c.new_answer_text, c.changed_at
-        from analytics.answer_changes c join {WINDOWS} w using (namespace_company_id)
-        left join {NAMES} n on n.company_id = c.company_id
-        where c.changed_at >= w.since
-        order by 1, 2, 4, 5
+               coalesce(c.company_name, c.company_id, '(the service)') as counterparty,
+               c.change_kind, c.company_type_id,
+               coalesce(c.field_id, c.document_id) as item, c.old_value, c.new_value, c.detected_at
+        from ({latest}) c
+        order by c.company_id is null, counterparty, c.company_id, c.change_kind, c.company_type_id, item,
+                 c.namespace_company_id
+        limit {MAX_CHANGES}
         """,
     )
-    sources = {kind: relation if table in tables else None
-               for kind, (table, relation) in HISTORY_RELATIONS.items()}
     return {
         "available": True,
         "namespaces": [
-            {"namespace": ns, "since": _jsonable(latest), "previous": _jsonable(previous)}
-            for ns, latest, previous in sorted(windows)
+            {"namespace": ns, "since": _jsonable(latest_at), "previous": _jsonable(previous)}
+            for ns, latest_at, previous in sorted(windows)
         ],
-        "answers": answers,
-        "documents": None if sources["documents"] is None
-        else _history_changes(con, sources["documents"]),
-        "connections": None if sources["connections"] is None
-        else _history_changes(con, sources["connections"]),
+        "counts": {kind: counts[kind] for kind in KINDS if kind in counts},
+        "total": sum(counts.values()),
+        "list": listed,
     }
 
 
@@ -332,7 +265,6 @@ def collect(
     now = now or datetime.now(timezone.utc)
     _require_tables(con, warehouse)
     con.execute("set TimeZone = 'UTC'")
-    tables = table_names(con)
     _names(con)
     cursor = con.execute(HEADLINE_SQL)
     names = [d[0] for d in cursor.description]
@@ -393,7 +325,7 @@ def collect(
         own_expiring_documents=_table(con, EXPIRING_SQL.format(own="")),
         completeness=completeness,
         completeness_buckets=buckets,
-        changes=_changes(con, tables),
+        changes=_changes(con),
         sync_issues=_table(con, ISSUES_SQL),
         namespace_names=namespace_names,
     )

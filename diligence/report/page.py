@@ -178,9 +178,7 @@ def render_html(data: ReportData) -> str:
         "expiring": _table_dict(data.expiring_documents),
         "own-expiring": _table_dict(data.own_expiring_documents),
         "completeness": _table_dict(data.completeness),
-        "answer-changes": _table_dict(changes.get("answers")),
-        "document-changes": _table_dict(changes.get("documents")),
-        "connection-changes": _table_dict(changes.get("connections")),
+        "changes": _table_dict(changes.get("list")),
         "issues": _table_dict(data.sync_issues),
     }
     namespaces = changes.get("namespaces", [])

@@ -88,13 +88,15 @@ def test_log_lines_escape_control_characters(capsys) -> None:  # type: ignore[no
     assert "\\x0aforged line" in err and err.count("\n") == 1
 
 
-def test_alert_lines_escape_upstream_names() -> None:
-    from diligence.analytics.alerts import DocumentAlert, RunAlerts
+def test_digest_lines_escape_upstream_names() -> None:
+    from datetime import datetime, timezone
 
-    alert = DocumentAlert("ns", "c", HOSTILE, "d", "\x1b[31mdoc", "\x07cat", "expired", "2026-01-01", -1)
-    alerts = RunAlerts(previous_run_at=None, expiring_within_days=30, newly_expired=[alert],
-                       failed_namespaces=[(HOSTILE, "\x1b[2J")])
-    body = alerts.body()
+    from diligence.analytics.digest import Change, Digest
+
+    change = Change("s", datetime(2026, 1, 1, tzinfo=timezone.utc), "ns", "c", HOSTILE, "t", None, "d",
+                    "document_newly_expired", "valid", "expired", None, None, "\x1b[31mdoc")
+    digest = Digest(changes=[change], failed_namespaces=[(HOSTILE, "\x1b[2J")])
+    body = digest.body()
     assert "\x1b" not in body and "\x07" not in body
     assert "\\x1b[31mdoc" in body
 

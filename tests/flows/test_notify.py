@@ -1,11 +1,11 @@
 """The run's notification, through a real Prefect block to a webhook receiver on
-127.0.0.1: what is new is listed, nothing is sent when nothing changed, no secret."""
+127.0.0.1: the digest of the configured kinds, nothing sent on a first sync or when
+nothing changed, no secret."""
 
 from __future__ import annotations
 
 import base64
 import json
-import re
 import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -72,18 +72,8 @@ def receiver(prefect_harness: None, monkeypatch: pytest.MonkeyPatch) -> Iterator
         yield server
 
 
-def _listed(text: str, title: str) -> int:
-    match = re.search(rf"^{title}[^\n]*\((\d+)\):$", text, re.MULTILINE)
-    return int(match.group(1)) if match else 0
-
-
-def _documents(warehouse: str, status: str) -> int:
-    with duckdb.connect(warehouse, read_only=True) as con:
-        return con.execute(
-            "select count(distinct (namespace_company_id, company_id, document_id)) "
-            "from analytics.document_expiry where expiry_status = ?",
-            [status],
-        ).fetchone()[0]
+def _lines(text: str, kind: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(f"- {kind.replace('_', ' ')}: ")]
 
 
 def test_notification_lists_what_is_new_and_nothing_when_unchanged(
@@ -101,21 +91,10 @@ def test_notification_lists_what_is_new_and_nothing_when_unchanged(
                 export_formats=["csv"], base_url=sandbox.base_url, **paths, return_state=True
             )
 
-        # 1. the first run: every expired or expiring document is news
+        # 1. the first run has nothing to compare with, 2. nothing changed: nothing is sent
         assert run().is_completed()
-        [first] = receiver.payloads
-        expired, expiring = (_documents(paths["warehouse"], s) for s in ("expired", "expiring"))
-        assert expired and expiring
-        assert _listed(first["text"], "Newly expired") == expired
-        assert _listed(first["text"], "Entered the 30-day expiring window") == expiring
-        assert "(first run)" in first["text"]
-        assert first["subject"].startswith("diligence: ")
-        head = (Path(paths["warehouse"]).with_name("warehouse.evidence") / "syncs" / "HEAD").read_text().split()[0]
-        assert first["text"].rstrip().endswith(f"Evidence chain head: {head}")  # a copy kept elsewhere
-
-        # 2. nothing changed: nothing is sent
         assert run().is_completed()
-        assert len(receiver.payloads) == 1
+        assert receiver.payloads == []
 
         # 3. one document expires, another enters the window, a namespace fails
         own, broken = sandbox.world.namespaces[:2]
@@ -135,18 +114,24 @@ def test_notification_lists_what_is_new_and_nothing_when_unchanged(
             soon, set_fields={"expirationDate": (now + timedelta(days=5)).strftime("%Y-%m-%dT%H:%M:%S")}
         )
         sandbox.faults.fail_namespaces = [broken]
+        # only these kinds: the two documents' changed dates are not sent
+        monkeypatch.setenv("NOTIFICATIONS__KINDS", "document_newly_expired,document_newly_expiring,namespace_failed")
         assert run().is_failed()  # the failed namespace fails the run, after the notification
         sandbox.faults.fail_namespaces = []
 
-    assert len(receiver.payloads) == 2
-    third = receiver.payloads[1]["text"]
-    assert _listed(third, "Newly expired") == 1
-    assert f"- {gone_company}: {gone_name}" in third
-    assert _listed(third, "Entered the 30-day expiring window") == 1
-    assert f"- {soon_company}: {soon_name}" in third and "(in 4 days)" in third
-    assert _listed(third, "Failed namespaces") == 1 and f"- {broken}: " in third
-    assert "since the previous run" in third
-    for payload in receiver.payloads:
-        blob = json.dumps(payload)
-        assert DEFAULT_PASSWORD not in blob and JWT_PREFIX not in blob
-        assert base64.b64encode(f"{DEFAULT_EMAIL}:{DEFAULT_PASSWORD}".encode()).decode() not in blob
+    [payload] = receiver.payloads
+    text = payload["text"]
+    assert payload["subject"] == "diligence: 1 document newly expiring, 1 document newly expired, 1 namespaces failed"
+    assert "2 changes since the previous sync" in text
+    [expired] = _lines(text, "document_newly_expired")
+    assert expired.startswith(f"- document newly expired: {gone_name} [") and expired.endswith(": valid -> expired")
+    [expiring] = _lines(text, "document_newly_expiring")
+    assert expiring.startswith(f"- document newly expiring: {soon_name} [")
+    assert f"{gone_company} (" in text and f"{soon_company} (" in text  # grouped by counterparty
+    assert not _lines(text, "document_changed")
+    assert "Failed namespaces, previous data kept (1):" in text and f"- {broken}: " in text
+    head = (Path(paths["warehouse"]).with_name("warehouse.evidence") / "syncs" / "HEAD").read_text().split()[0]
+    assert text.rstrip().endswith(f"Evidence chain head: {head}")  # a copy kept elsewhere
+    blob = json.dumps(payload)
+    assert DEFAULT_PASSWORD not in blob and JWT_PREFIX not in blob
+    assert base64.b64encode(f"{DEFAULT_EMAIL}:{DEFAULT_PASSWORD}".encode()).decode() not in blob

@@ -104,7 +104,7 @@ def test_builds_with_missing_raw_tables(tmp_path: Path, present: list[str]) -> N
     )
     result = build_models(path, as_of=AS_OF)
     assert result.row_counts["analytics.answers"] == 1
-    assert scalar(path, "select count(*) from staging.stg_questionnaire_templates") == 0
+    assert scalar(path, "select count(*) from staging.stg_questionnaire_template_versions") == 0
 
 
 def test_missing_raw_columns_become_null(tmp_path: Path) -> None:

@@ -147,10 +147,10 @@ def test_invalid_window(tmp_path: Path, bad: object) -> None:
         build_models(tmp_path / "w.duckdb", expiring_within_days=bad)  # type: ignore[arg-type]
 
 
-def test_the_alerts_class_past_versions_by_the_marts_own_rule() -> None:
-    """The alerts' "status then" is the dbt macro `expiry_status` rendered for their
-    query, so the rule exists once: classing each case's date with it gives the statuses
-    that document_expiry gives."""
+def test_a_rendered_macro_classes_dates_by_the_marts_own_rule() -> None:
+    """`render_macro` gives Python-side queries the project's own rule: classing each
+    case's date with the rendered `expiry_status` gives the statuses that
+    document_expiry gives."""
     from diligence.analytics.dbt import DbtError, render_macro
 
     rule = render_macro("expiry_status", "expiration_date", "is_invalid", "?::timestamptz",
@@ -169,6 +169,6 @@ def test_the_alerts_class_past_versions_by_the_marts_own_rule() -> None:
             assert status == (expected,), document_id
     with pytest.raises(DbtError, match="could not render macro no_such_macro"):
         render_macro("no_such_macro", "x")
-    # a failed render leaves nothing behind for the next one (the alerts render after it)
+    # a failed render leaves nothing behind for the next one
     assert render_macro("expiry_status", "expiration_date", "is_invalid", "?::timestamptz",
                         "?::integer") == rule

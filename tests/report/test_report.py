@@ -83,52 +83,41 @@ def test_headline_is_the_warehouse_totals(synced: Synced) -> None:
 
 
 def test_changes_since_the_previous_sync(synced: Synced) -> None:
+    """The section lists analytics.changes of each namespace's latest sync: exactly the
+    four edits made between the syncs, the dropped connection as one row."""
     changes = collect_of(synced.warehouse).changes
     assert changes["available"] and all(n["previous"] for n in changes["namespaces"])
-
-    answers = changes["answers"]
-    rows = [dict(zip(answers.columns, r, strict=True)) for r in answers.rows]
-    company, type_id, _ = synced.changed_answer
-    revised = [r for r in rows if r["change_type"] == "changed"]
-    assert revised and all(r["new_answer_text"] == "Revised answer" for r in revised)
-    assert {(r["company_id"], r["company_type_id"]) for r in revised} == {(company, type_id)}
-    # the dropped connection's answers leave the current state, and say why
+    listed = changes["list"]
+    rows = [dict(zip(listed.columns, r, strict=True)) for r in listed.rows]
+    company, type_id, field_id = synced.changed_answer
     ns, removed = synced.removed_connection
-    gone = {r["change_type"] for r in rows if r["company_id"] == removed and r["namespace_company_id"] == ns}
-    assert gone <= {"disconnected", "removed"} and gone
-
-    documents = changes["documents"]
-    events = {(r[documents.columns.index("item_id")].split("/")[1], r[documents.columns.index("change")])
-              for r in documents.rows}
-    assert (synced.changed_document, "changed") in events
-    assert (synced.deleted_document, "removed") in events
-    ns, removed = synced.removed_connection
-    removed_docs = query(
-        synced.warehouse,
-        "select count(*) from raw.documents where namespace_company_id = ? and company_id = ? "
-        "and _dlt_valid_to is not null",
-        ns, removed,
-    )[0][0]
-    company_column = documents.columns.index("company_id")
-    assert sum(1 for r in documents.rows if r[company_column] == removed and r[0] == ns) == removed_docs
-    # nothing else changed: every event is one of the three edits
-    assert {doc for doc, _ in events} <= {
-        synced.changed_document, synced.deleted_document,
-        *(d for (d,) in query(synced.warehouse,
-                              "select document_id from raw.documents where company_id = ?", removed)),
+    seen = {(r["change_kind"], r["company_id"], r["item"]) for r in rows}
+    assert seen == {
+        ("answer_changed", company, field_id),
+        ("document_changed", *_document(synced, synced.changed_document)),
+        ("document_newly_expired", *_document(synced, synced.changed_document)),  # moved to 2021
+        ("document_removed", *_document(synced, synced.deleted_document)),
+        ("connection_removed", removed, None),
     }
-    # connections keep history: the dropped one is the only connection change
-    connections = changes["connections"]
-    assert connections is not None
-    assert [(r[0], r[1], r[connections.columns.index("change")]) for r in connections.rows] == [
-        (ns, removed, "removed")
-    ]
+    assert {r["new_value"] for r in rows if r["change_kind"] == "answer_changed"} == {"Revised answer"}
+    assert {r["new_value"] for r in rows if r["change_kind"] == "document_changed"} == {
+        '{"expirationDate":"2021-03-04T00:00:00"}'}
+    assert [r["namespace_company_id"] for r in rows if r["change_kind"] == "connection_removed"] == [ns]
+    assert changes["total"] == len(rows) == sum(changes["counts"].values())
+    html = render_html(collect_of(synced.warehouse))
+    assert len(_json_block(html, "report-tables")["changes"]["rows"]) == len(rows)  # type: ignore[index]
+
+
+def _document(synced: Synced, document_id: str) -> tuple[str, str]:
+    [(company_id,)] = query(synced.warehouse, "select distinct company_id from raw.documents "
+                            "where document_id = ?", document_id)
+    return company_id, document_id
 
 
 def test_first_sync_reports_no_changes(synced: Synced) -> None:
     data = collect_of(synced.first_sync)
     assert data.changes["namespaces"] and not any(n["previous"] for n in data.changes["namespaces"])
-    assert data.changes["answers"].rows == [] and data.changes["documents"].rows == []
+    assert data.changes["list"].rows == [] and data.changes["total"] == 0
     html = render_html(data)
     assert html.count("has been synced once: nothing to compare yet") == len(data.changes["namespaces"])
 
