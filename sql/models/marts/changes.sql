@@ -52,7 +52,7 @@ questionnaire_versions as (
 ),
 
 document_versions as (
-    select * from {{ ref('stg_document_versions') }}
+    select * from {{ ref('document_history') }}
 ),
 
 template_fields as (
@@ -61,10 +61,6 @@ template_fields as (
 
 key_versions as (
     select * from {{ ref('stg_service_key_versions') }}
-),
-
-access_ends as (
-    select * from {{ ref('stg_access_ends') }}
 ),
 
 sync_issues as (
@@ -77,10 +73,6 @@ company_names as (
 
 answer_changes as (
     select * from {{ ref('answer_changes') }}
-),
-
-parameters as (
-    select {{ expiring_within_days() }} as expiring_within_days
 ),
 
 syncs as (
@@ -265,6 +257,7 @@ document_transitions as (
         coalesce(starts.company_type_id, ends.company_type_id) as company_type_id,
         coalesce(starts.document_id, ends.document_id) as document_id,
         ends.document_id is not null as was_listed,
+        ends.end_reason,
         starts.document_id is not null as is_listed,
         ends.document_name as old_name,
         starts.document_name as new_name,
@@ -321,12 +314,6 @@ document_changes as (
         end as new_value,
         transitions.response_sha256
     from document_transitions as transitions
-    left join access_ends
-        on not transitions.is_listed
-        and access_ends.namespace_company_id = transitions.namespace_company_id
-        and access_ends.company_id = transitions.company_id
-        and access_ends.company_type_id = transitions.company_type_id
-        and access_ends.ended_at = transitions.detected_at
     where
         case
             when not transitions.was_listed then
@@ -343,7 +330,7 @@ document_changes as (
                         and denied_before.company_id = transitions.company_id
                         and denied_before.company_type_id = transitions.company_type_id
                 )
-            when not transitions.is_listed then coalesce(access_ends.end_reason, 'removed') = 'removed'
+            when not transitions.is_listed then transitions.end_reason = 'removed'
             else {{ changed_values('transitions.attributes', 'new') }} is not null
         end
 ),
@@ -356,16 +343,15 @@ expiry_candidates as (
         syncs.sync_id,
         syncs.synced_at as detected_at,
         syncs.previous_synced_at,
-        parameters.expiring_within_days,
+        {{ expiring_within_days() }} as expiring_within_days,
         document_versions.*
     from document_versions
-    cross join parameters
     join syncs
         on syncs.namespace_company_id = document_versions.namespace_company_id
-        and document_versions.valid_from <= syncs.synced_at
+    where document_versions.valid_from <= syncs.synced_at
         and (document_versions.valid_to is null or document_versions.valid_to > syncs.synced_at)
         and document_versions.expiration_date
-            <= syncs.synced_at + to_days(parameters.expiring_within_days)
+            <= syncs.synced_at + to_days({{ expiring_within_days() }})
         and (
             document_versions.expiration_date >= syncs.previous_synced_at
             or document_versions.valid_from = syncs.synced_at
@@ -373,6 +359,8 @@ expiry_candidates as (
 ),
 
 expiry_statuses as (
+    -- the version current at the previous sync: the candidate itself when it started
+    -- before it, else the version it replaced (none: the document was not there)
     select
         candidates.sync_id,
         candidates.detected_at,
@@ -384,18 +372,20 @@ expiry_statuses as (
         {{ expiry_status('candidates.expiration_date', 'candidates.is_expiration_date_invalid',
                          'candidates.detected_at', 'candidates.expiring_within_days') }} as status_now,
         case
-            when before.document_id is not null then
-                {{ expiry_status('before.expiration_date', 'before.is_expiration_date_invalid',
+            when candidates.valid_from <= candidates.previous_synced_at then
+                {{ expiry_status('candidates.expiration_date', 'candidates.is_expiration_date_invalid',
+                                 'candidates.previous_synced_at', 'candidates.expiring_within_days') }}
+            when replaced.document_id is not null then
+                {{ expiry_status('replaced.expiration_date', 'replaced.is_expiration_date_invalid',
                                  'candidates.previous_synced_at', 'candidates.expiring_within_days') }}
         end as status_then
     from expiry_candidates as candidates
-    left join document_versions as before
-        on before.namespace_company_id = candidates.namespace_company_id
-        and before.company_id = candidates.company_id
-        and before.company_type_id = candidates.company_type_id
-        and before.document_id = candidates.document_id
-        and before.valid_from <= candidates.previous_synced_at
-        and (before.valid_to is null or before.valid_to > candidates.previous_synced_at)
+    left join document_versions as replaced
+        on replaced.namespace_company_id = candidates.namespace_company_id
+        and replaced.company_id = candidates.company_id
+        and replaced.company_type_id = candidates.company_type_id
+        and replaced.document_id = candidates.document_id
+        and replaced.valid_to = candidates.valid_from
 ),
 
 expiry_changes as (

@@ -49,6 +49,7 @@ final as (
         with_neighbours.category,
         with_neighbours.type,
         with_neighbours.issue_date,
+        with_neighbours.issue_date_text,
         with_neighbours.expiration_date,
         with_neighbours.expiration_date_text,
         with_neighbours.is_expiration_date_invalid,
