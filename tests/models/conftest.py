@@ -20,6 +20,7 @@ from .rawdb import (
     insert,
     options,
     questionnaire,
+    service_key,
 )
 
 V1_AT = SYNCED_AT - timedelta(days=7)
@@ -77,6 +78,14 @@ def make_clean_raw(path: Path) -> Path:
             document(ns, "c1", "t1", "d-expiring", "2026-03-10T00:00:00"),
             document(ns, "c1", "t1", "d-valid", "2027-01-01T00:00:00"),
             document(ns, "c1", "t1", "d-none", None),
+        ],
+    )
+    insert(
+        path,
+        "service_keys",
+        [
+            service_key(ns, "company", "id", valid_from=V1_AT),
+            service_key(ns, "company", "registeredAt", modelled=False),  # sent from the second sync on
         ],
     )
     insert(

@@ -49,6 +49,10 @@ RAW_TABLES: dict[str, str] = {
         issue_date VARCHAR, expiration_date VARCHAR, document_json VARCHAR,
         content_hash VARCHAR, synced_at TIMESTAMPTZ, _dlt_valid_from TIMESTAMPTZ,
         _dlt_valid_to TIMESTAMPTZ""",
+    "service_keys": """
+        namespace_company_id VARCHAR, endpoint VARCHAR, key_path VARCHAR, is_modelled BOOLEAN,
+        content_hash VARCHAR, synced_at TIMESTAMPTZ, response_sha256 VARCHAR,
+        _dlt_valid_from TIMESTAMPTZ, _dlt_valid_to TIMESTAMPTZ""",
     "sync_issues": """
         sync_id VARCHAR, namespace_company_id VARCHAR, endpoint VARCHAR, company_id VARCHAR,
         company_type_id VARCHAR, http_status BIGINT, message VARCHAR, synced_at TIMESTAMPTZ""",
@@ -106,6 +110,20 @@ def company(
         "cin": extra.get("cin"),
         "is_namespace_company": ns == company_id,
         "content_hash": f"h-{ns}-{company_id}-{name}-{extra.get('lei')}",
+        "synced_at": valid_from,
+        "_dlt_valid_from": valid_from,
+        "_dlt_valid_to": valid_to,
+    }
+
+
+def service_key(ns: str, endpoint: str, key_path: str, *, modelled: bool = True,
+                valid_from: datetime = SYNCED_AT, valid_to: datetime | None = None) -> dict[str, Any]:
+    return {
+        "namespace_company_id": ns,
+        "endpoint": endpoint,
+        "key_path": key_path,
+        "is_modelled": modelled,
+        "content_hash": f"k-{ns}-{endpoint}-{key_path}-{modelled}",
         "synced_at": valid_from,
         "_dlt_valid_from": valid_from,
         "_dlt_valid_to": valid_to,

@@ -43,6 +43,8 @@ ANALYTICS_TABLES = {
     "namespaces",
     "freshness",
     "headline",
+    "changes",
+    "service_keys",
 }
 #: the analytics relations that are views (computed when read): none left as `<name>__build`
 ANALYTICS_VIEWS = {"freshness"}

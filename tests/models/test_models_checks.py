@@ -60,6 +60,8 @@ BREAKERS: dict[str, str] = {
     "namespaces__unique_key": duplicate("namespaces"),
     "headline__one_row": "insert into analytics.headline select * from analytics.headline",
     "sync_runs__unique_key": duplicate("sync_runs"),
+    "changes__unique_key": duplicate("changes"),
+    "service_keys__unique_key": duplicate("service_keys"),
     "answer_changes__is_change": set_value("answer_changes", "new_answer_text = old_answer_text"),
     "answer_changes__unique_key": duplicate("answer_changes"),
     "answer_history__unique_key": duplicate("answer_history"),
