@@ -7,7 +7,20 @@
 - ``POST /_sandbox/answers``: ``{company_id, company_type_id, field_id, information}``;
   ``information: null`` removes the answer. Every namespace reading that
   company's questionnaire sees the change.
-- ``POST /_sandbox/documents``: ``{document_id, set?: {...}, unset?: [keys], delete?: bool}``.
+- ``POST /_sandbox/documents``: ``{document_id, set?: {...}, unset?: [keys], delete?: bool}``;
+  ``{add: {company_id, company_type_id, document: {...}}}`` adds one (answers it, its
+  ``id`` generated when missing).
+- ``POST /_sandbox/connections``: ``{namespace, company_id, remove: true}`` ends a
+  connection; ``{namespace, company_id, received?: [types], given?: [types]}`` makes the
+  company a connection with those reading rights, or replaces a connection's rights.
+- ``POST /_sandbox/templates``: ``{company_type_id, add_field: {id, type, label,
+  options?}, form_id?}`` adds a field (to the first form by default) of the type's
+  template and every questionnaire of it; ``{company_type_id, remove_field: id}``
+  removes one, answers included.
+- ``POST /_sandbox/keys``: ``{endpoint, key, value}``: every object of `endpoint`
+  (company, connections, connection, questionnaire, template, documents) carries the
+  extra top-level key from now on; ``{endpoint, key, remove: true}`` stops it. Answers
+  the extra keys per endpoint.
 - ``POST /_sandbox/revoke-namespace``: ``{company_id}``; the user loses that company.
 - ``POST /_sandbox/invalidate-tokens``: revoke every token issued so far.
 - ``GET /_sandbox/stats``: request counters; ``POST /_sandbox/stats/reset`` zeroes them.
@@ -111,6 +124,33 @@ def _post(app: SandboxApp, name: str, body: dict[str, Any]) -> Result:
             body, "company_id", "company_type_id", "field_id", "information")
         world.set_answer(company_id, type_id, field_id, information)
         return _ok({"ok": True, "generation": world.generation})
+    if name == "documents" and "add" in body:
+        add = body["add"]
+        if not isinstance(add, dict):
+            raise ValueError("add must be an object")
+        company_id, type_id = _require(add, "company_id", "company_type_id")
+        return _ok(world.add_document(company_id, type_id, add.get("document") or {}))
+    if name == "connections":
+        ns_id, company_id = _require(body, "namespace", "company_id")
+        if world.namespace(ns_id) is None:
+            raise KeyError(f"{ns_id} is not one of the user's companies")
+        if body.get("remove"):
+            world.remove_connection(ns_id, company_id)
+            return _ok({"removed": company_id})
+        conn = world.connect(ns_id, company_id, received=body.get("received"), given=body.get("given"))
+        return _ok({"connection": world.connection_detail(ns_id, conn.company_id)})
+    if name == "templates":
+        (type_id,) = _require(body, "company_type_id")
+        if "add_field" in body:
+            world.add_template_field(type_id, body["add_field"], body.get("form_id"))
+        elif "remove_field" in body:
+            world.remove_template_field(type_id, body["remove_field"])
+        else:
+            raise ValueError("give add_field or remove_field")
+        return _ok(world.template(type_id))
+    if name == "keys":
+        endpoint, key = _require(body, "endpoint", "key")
+        return _ok(world.send_key(endpoint, key, body.get("value"), remove=bool(body.get("remove"))))
     if name == "documents":
         (document_id,) = _require(body, "document_id")
         if body.get("delete"):

@@ -292,20 +292,21 @@ class SandboxApp:
             company = world.company_for(ns_id, args[0])
             if company is None:
                 return error(404, "Company not found")
-            return 200, self._cached(("company", args[0]), lambda: company), None
+            return 200, self._cached(("company", args[0]), lambda: world.with_keys("company", company)), None
         if endpoint == 5:
             return self._page(scope, host, ("connections", ns_id),
-                              lambda: world.connection_list(ns_id))
+                              lambda: [world.with_keys("connections", e) for e in world.connection_list(ns_id)])
         if endpoint == 6:
             detail = world.connection_detail(ns_id, args[0])
             if detail is None:
                 return error(404, "Connection not found")
-            return 200, self._cached(("detail", ns_id, args[0]), lambda: detail), None
+            return 200, self._cached(("detail", ns_id, args[0]), lambda: world.with_keys("connection", detail)), None
         if endpoint == 8:
             type_id = args[0]
             if type_id not in world.template_types(ns_id):  # memoised per namespace
                 return error(403, "Company type not readable in this namespace")
-            return 200, self._cached(("template", type_id), lambda: world.template(type_id)), None
+            return 200, self._cached(("template", type_id),
+                                     lambda: world.with_keys("template", world.template(type_id) or {})), None
         if endpoint == 9:
             company_id, field_id = args
             type_id = world.field_type_id(field_id)
@@ -328,7 +329,8 @@ class SandboxApp:
             return error(403, "Reading rights for this company type were withdrawn")
         if endpoint == 7:
             return 200, self._cached(("questionnaire", company_id, type_id),
-                                     lambda: world.questionnaire(company_id, type_id)), None
+                                     lambda: world.with_keys("questionnaire",
+                                                             world.questionnaire(company_id, type_id))), None
         if endpoint == 9:
             info = world.answers(company_id, type_id).get(field_id)
             if info is None:
@@ -337,7 +339,7 @@ class SandboxApp:
                                      lambda: {"information": info}), None
         if endpoint == 10:
             return self._page(scope, host, ("documents", company_id, type_id),
-                              lambda: world.documents(company_id, type_id))
+                              lambda: [world.with_keys("documents", d) for d in world.documents(company_id, type_id)])
         url = self.signed_url(args[0], host or _server_host(scope))
         return 200, orjson.dumps({"url": url}), None
 

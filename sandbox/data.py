@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -92,6 +92,15 @@ class Namespace:
 
 
 _UNANSWERED = object()
+#: endpoints that can send extra keys (`World.send_key`) -> the keys they send natively
+EXTRA_KEY_ENDPOINTS: dict[str, tuple[str, ...]] = {
+    "company": ("id", "name", "country", "city", "lei", "cin"),
+    "connections": ("id", "name"),
+    "connection": ("id", "name", "country", "readingRights"),
+    "questionnaire": ("questionnaires",),
+    "template": ("questionnaires",),
+    "documents": ("id", "name", "category", "type", "issueDate", "expirationDate"),
+}
 _ANSWER_CACHE_SIZE = 4096
 
 
@@ -118,6 +127,10 @@ class World:
         self.templates = {
             tid: gen.build_template(seed, tid, label, drift) for tid, label in vocab.COMPANY_TYPES
         }
+        # answers are generated from the templates as built, whatever edits followed
+        self._generated_templates = dict(self.templates)
+        #: endpoint -> extra top-level keys sent on each of its objects (see :meth:`send_key`)
+        self.extra_keys: dict[str, dict[str, Any]] = {}
         self._field_type: dict[str, str] = {}
         self._field_spec: dict[str, gen.FieldSpec] = {}
         for tid, template in self.templates.items():
@@ -254,7 +267,9 @@ class World:
         if found is not None:
             return found
         answers = gen.make_answers(self.seed, self.companies[company_id],
-                                   self.templates[type_id], self.today)
+                                   self._generated_templates[type_id], self.today)
+        fields = {spec.id for spec in self.templates[type_id].fields}
+        answers = {fid: info for fid, info in answers.items() if fid in fields}
         for fid, info in self._overrides.get(key, {}).items():
             if info is _UNANSWERED:
                 answers.pop(fid, None)
@@ -376,6 +391,31 @@ class World:
             self.generation += 1
         return doc
 
+    def add_document(self, company_id: str, type_id: str, document: dict[str, Any]) -> dict[str, Any]:
+        """Add a document to (company, type)'s list; a missing id is generated, missing
+        properties get a generated document's defaults. Returns the document."""
+        if company_id not in self.companies:
+            raise KeyError(f"unknown company {company_id}")
+        if type_id not in self.templates:
+            raise KeyError(f"unknown company type {type_id}")
+        if not isinstance(document, dict):
+            raise ValueError("document must be an object")
+        with self._lock:
+            docs = self.documents(company_id, type_id)
+            doc_id = str(document.get("id") or f"doc-added-{self.generation}-{len(self._doc_owner)}")
+            if self.document(doc_id) is not None:
+                raise ValueError(f"document {doc_id} exists already")
+            doc = {"id": doc_id, "name": f"{doc_id}.pdf", "category": "Certificate", "type": "Other",
+                   "issueDate": f"{self.today:%Y-%m-%d}T09:00:00", "expirationDate": None,
+                   **{k: v for k, v in document.items() if k != "id"}}
+            if self.drift:
+                doc.setdefault("sizeBytes", 120_000)
+                doc.setdefault("mimeType", "application/pdf")
+            docs.append(doc)
+            self._doc_owner[doc_id] = (company_id, type_id)
+            self.generation += 1
+            return doc
+
     def delete_document(self, document_id: str) -> None:
         """Remove a document from its company's list."""
         found = self.document(document_id)
@@ -407,6 +447,106 @@ class World:
             ns.connections.remove(conn)
             self._template_types.pop(ns_id, None)
             self.generation += 1
+
+    def connect(self, ns_id: str, company_id: str, *, received: list[str] | None = None,
+                given: list[str] | None = None) -> Connection:
+        """Make ``company_id`` a connection of the namespace with these reading rights
+        (``received``: the types the namespace reads of it), or, for a connection
+        already there, replace the rights given (a list left out is kept)."""
+        for types in (received, given):
+            if types is not None and (not isinstance(types, list)
+                                      or any(t not in self.templates for t in types)):
+                raise ValueError("received and given must be lists of known company type ids")
+        with self._lock:
+            ns = self._namespaces[ns_id]
+            if company_id not in self.companies or company_id == ns_id:
+                raise KeyError(f"{company_id} is not a company {ns_id} can connect to")
+            conn = ns.by_id.get(company_id)
+            if conn is None:
+                conn = Connection(company_id, list(given or []), list(received or []))
+                ns.connections.append(conn)
+                ns.by_id[company_id] = conn
+            else:
+                conn.given = list(given) if given is not None else conn.given
+                conn.received = list(received) if received is not None else conn.received
+            self._template_types.pop(ns_id, None)
+            self._doc_index_complete = False
+            self.generation += 1
+            return conn
+
+    def add_template_field(self, type_id: str, spec: dict[str, Any], form_id: str | None = None) -> None:
+        """Add a field (``{id, type, label[, options]}``) at the end of a form of the
+        type's template (default its first): the template and every questionnaire of
+        the type show it, unanswered."""
+        field_id = spec.get("id") if isinstance(spec, dict) else None
+        if not isinstance(field_id, str) or not field_id or not isinstance(spec.get("type"), str):
+            raise ValueError("add_field needs at least a string id and type")
+        if field_id in self._field_type:
+            raise ValueError(f"field {field_id} exists already")
+        template = self.templates.get(type_id)
+        if template is None:
+            raise KeyError(f"unknown company type {type_id}")
+        forms = [dict(form, fields=list(form["fields"])) for form in template.forms]
+        target = next((form for form in forms if form_id is None or form["id"] == form_id), None)
+        if target is None:
+            raise KeyError(f"form {form_id} is not in the template of {type_id}")
+        options = spec.get("options")
+        field_spec = gen.FieldSpec(field_id, spec["type"], str(spec.get("label") or ""),
+                                   tuple(options) if options is not None else None, None)
+        target["fields"].append({k: v for k, v in spec.items() if k in ("id", "type", "label", "options")})
+        with self._lock:
+            self.templates[type_id] = replace(template, forms=tuple(forms),
+                                              fields=(*template.fields, field_spec))
+            self._field_type[field_id] = type_id
+            self._field_spec[field_id] = field_spec
+            self._forget_questionnaires(type_id)
+
+    def remove_template_field(self, type_id: str, field_id: str) -> None:
+        """Remove a field from the type's template and every questionnaire of the type
+        (its answers are gone with it)."""
+        template = self.templates.get(type_id)
+        if template is None:
+            raise KeyError(f"unknown company type {type_id}")
+        if self._field_type.get(field_id) != type_id:
+            raise KeyError(f"field {field_id} is not part of company type {type_id}")
+        forms = tuple(dict(form, fields=[f for f in form["fields"] if f["id"] != field_id])
+                      for form in template.forms)
+        with self._lock:
+            self.templates[type_id] = replace(template, forms=forms,
+                                              fields=tuple(f for f in template.fields if f.id != field_id))
+            del self._field_type[field_id]
+            del self._field_spec[field_id]
+            self._forget_questionnaires(type_id)
+
+    def _forget_questionnaires(self, type_id: str) -> None:
+        for cache in (self._answers, self._stats):
+            for key in [key for key in cache if key[1] == type_id]:
+                del cache[key]
+        self.generation += 1
+
+    def send_key(self, endpoint: str, key: str, value: Any = None, *, remove: bool = False) -> dict[str, Any]:
+        """From now on every object of `endpoint` carries the top-level key (a key the
+        service starts sending), or no longer does (`remove`). Returns the extra keys
+        per endpoint."""
+        if endpoint not in EXTRA_KEY_ENDPOINTS:
+            raise ValueError(f"endpoint must be one of {', '.join(EXTRA_KEY_ENDPOINTS)}")
+        if not isinstance(key, str) or not key:
+            raise ValueError("key must be a non-empty string")
+        with self._lock:
+            extras = self.extra_keys.setdefault(endpoint, {})
+            if remove:
+                extras.pop(key, None)
+            else:
+                if key in EXTRA_KEY_ENDPOINTS[endpoint]:
+                    raise ValueError(f"{endpoint} sends {key} already")
+                extras[key] = value
+            self.generation += 1
+            return {name: dict(keys) for name, keys in self.extra_keys.items() if keys}
+
+    def with_keys(self, endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
+        """`body` with the extra keys of `endpoint` (itself when there are none)."""
+        extras = self.extra_keys.get(endpoint)
+        return {**body, **extras} if extras else body
 
     def empty_namespace(self, ns_id: str) -> None:
         """The namespace keeps no connections and no company types of its own:

@@ -87,8 +87,9 @@ def key_paths(value: Any, prefix: str = "") -> set[str]:
 def _walk(value: Any, prefix: str, paths: set[str]) -> None:
     if isinstance(value, BaseModel):
         fields = type(value).model_fields
-        items: Iterable[tuple[str, Any]] = [
+        items: Iterable[tuple[str, Any]] = [  # (the fields set include the unknown keys)
             (fields[name].alias or name, getattr(value, name)) for name in value.model_fields_set
+            if name in fields
         ]
         items = [*items, *(value.model_extra or {}).items()]
     elif isinstance(value, dict):
