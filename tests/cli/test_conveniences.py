@@ -81,8 +81,9 @@ def test_status_json_has_stable_keys_and_true_counts(synced: tuple[Path, dict]) 
     status = json.loads(result.stdout)
     assert set(status) == {
         "warehouse", "state", "sync_running", "syncs", "namespaces", "row_counts",
-        "open_sync_issues", "open_sync_issues_total", "failed_attempts", "resumable", "evidence",
+        "open_sync_issues", "open_sync_issues_total", "failed_attempts", "resumable", "evidence", "changes",
     }
+    assert status["changes"] == {"sync_id": summary["sync_id"], "total": 0, "counts": {}}  # a first sync
     assert status["state"] == "ready" and status["sync_running"] is None
     assert status["resumable"] == []
     evidence = status["evidence"]

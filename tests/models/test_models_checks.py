@@ -61,6 +61,7 @@ BREAKERS: dict[str, str] = {
     "headline__one_row": "insert into analytics.headline select * from analytics.headline",
     "sync_runs__unique_key": duplicate("sync_runs"),
     "changes__unique_key": duplicate("changes"),
+    "changes__accepted_change_kind": set_value("changes", "change_kind = 'answer_moved'"),
     "service_keys__unique_key": duplicate("service_keys"),
     "answer_changes__is_change": set_value("answer_changes", "new_answer_text = old_answer_text"),
     "answer_changes__unique_key": duplicate("answer_changes"),

@@ -214,3 +214,22 @@ def test_the_digest_cli_and_status_read_the_feed(feed: Feed) -> None:
     assert wrong.returncode == 1 and "answer_moved: no such change kind" in wrong.stderr
     status = cli("status", "--json")
     assert json.loads(status.stdout)["changes"] == {"sync_id": feed.syncs[3], "total": 0, "counts": {}}
+
+
+def test_keys_the_service_sends_that_nothing_models(tmp_path: Path) -> None:
+    """The sandbox with drift sends properties the spec does not show: each is one
+    unmodelled row of analytics.service_keys, the modelled ones are marked so."""
+    warehouse = tmp_path / "warehouse.duckdb"
+    with SandboxServer(scale="small", drift=True) as server:
+        sync_id = _sync(server, warehouse)
+    unmodelled = set(query(warehouse, "select endpoint, key_path from analytics.service_keys "
+                                      "where not is_modelled and first_sync_id = ?", sync_id))
+    assert {("company", "website"), ("company", "foundedYear"), ("company", "tags"),
+            ("documents", "sizeBytes"), ("documents", "mimeType"), ("connections", "status"),
+            ("connection", "connectedSince"),
+            ("questionnaire", "questionnaires.forms[].fields[].required"),
+            ("template", "questionnaires.forms[].fields[].validation.maxLength")} <= unmodelled
+    modelled = set(query(warehouse, "select endpoint, key_path from analytics.service_keys where is_modelled"))
+    assert {("company", "lei"), ("documents", "expirationDate"),
+            ("questionnaire", "questionnaires.forms[].fields[].information.value")} <= modelled
+    assert not unmodelled & modelled

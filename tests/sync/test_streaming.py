@@ -174,7 +174,8 @@ def test_rows_are_staged_in_batches(tmp_path: Path) -> None:
     for i in range(23):
         stage.append(
             "questionnaire_templates",
-            {"namespace_company_id": "ns/1", "company_type_id": str(i), "forms_json": "[]", "synced_at": synced_at},
+            {"namespace_company_id": "ns/1", "company_type_id": str(i), "forms_json": "[]",
+             "content_hash": f"h{i}", "synced_at": synced_at},
         )
         writer = stage._writers["questionnaire_templates"]
         held.append(len(writer.buffer) + writer.held)
@@ -198,7 +199,8 @@ def test_a_table_smaller_than_a_batch_never_touches_the_disk(tmp_path: Path) -> 
     for i in range(120):  # converted 50 rows at a time as they arrive
         stage.append(
             "questionnaire_templates",
-            {"namespace_company_id": "ns/1", "company_type_id": str(i), "forms_json": "[]", "synced_at": synced_at},
+            {"namespace_company_id": "ns/1", "company_type_id": str(i), "forms_json": "[]",
+                 "content_hash": f"h{i}", "synced_at": synced_at},
         )
     writer = stage._writers["questionnaire_templates"]
     assert [b.num_rows for b in writer.batches] == [50, 50] and len(writer.buffer) == 20
