@@ -1,30 +1,30 @@
 """The errors of the product: one root, and whether another attempt may succeed.
 
-The tree (``transient``: may the same step succeed if retried?)::
+Every error the product raises on purpose is defined here, in one tree (``transient``:
+may the same step succeed if retried?); the module in brackets raises it::
 
     DiligenceError                  base of everything diligence/ and flows/ raise on
     │                               purpose; not transient unless a subclass says so
     ├── SettingsError               a setting or option is missing or invalid
     │   ├── SelectError             a --select value names no resource (diligence.cli.select)
-    │   └── ScheduleError           a schedule's cron or time zone (diligence.cli.schedule_check)
+    │   ├── ScheduleError           a schedule's cron or time zone (diligence.cli.schedule_check)
+    │   └── KindError               a change kind that does not exist (diligence.analytics.digest)
     ├── SyncError                   a sync could not run at all (credentials, service,
     │                               configuration, a failed load); transient unless its
-    │                               cause is permanent (see :func:`is_transient`)
+    │                               cause is permanent (see flows.retry.is_transient)
     ├── NamespaceSyncError          a namespace could not be read completely (its previous
-    │   │                           data is kept); carries its `NamespaceOutcome`; transient
-    │   └── UnknownNamespaceError   user-info does not list the namespace (a wrong id, or
-    │                               access lost since an earlier sync)
+    │                               data is kept); carries its `NamespaceOutcome`; transient
     ├── WarehouseBusyError          another writer holds the warehouse (the writer lock or
     │                               an open DuckDB session); transient
     ├── WarehouseNotReadyError      no warehouse yet, or no models yet: the message names the
     │                               command to run first (exit code 2)
+    ├── EvidenceError               the evidence cannot serve the command as given (exit code 2)
     ├── WarehouseLocationError      a warehouse location (DuckDB file or DuckLake URI) or
     │                               its data path cannot be used (diligence.warehouse.location)
     ├── WarehouseFormatError        a warehouse file this DuckDB cannot read, or a failed
     │                               migration (diligence.warehouse.migrate)
     ├── ModelError                  a model failed to build (diligence.analytics.models)
     ├── DbtError                    dbt could not run, or a model or test failed (diligence.analytics.dbt)
-    ├── ChecksFailed                data checks returned offending rows (diligence.analytics.checks)
     ├── CheckError                  `diligence check` found a problem (diligence.cli.check)
     ├── ExportError                 the reports could not be exported (diligence.report.export)
     ├── ReportError                 the warehouse cannot be reported on (diligence.report.data)
@@ -36,11 +36,11 @@ The tree (``transient``: may the same step succeed if retried?)::
 The service client has a root of its own, because ``pipelines/`` imports nothing of
 ours: ``SourceError`` (``pipelines.company_connections.errors``: ``ConfigurationError``,
 and ``ServiceError`` for requests that failed). The two roots meet here:
-:func:`raised_on_purpose` knows both (the CLI maps them to exit codes with it), and
-:func:`transient_of` says which of the client's errors a retry may fix; the flow's
-``retry_if_transient`` calls :func:`is_transient`. Nothing here imports dlt, DuckDB or
-Prefect at import time (the client's errors are imported when first needed, since
-importing ``pipelines.company_connections`` imports dlt).
+:func:`raised_on_purpose` knows both (the CLI maps them to exit codes with it). Both
+roots carry ``transient``; the flow's retry policy (:mod:`flows.retry`) reads it, and
+classes the library errors that have none. Nothing here imports dlt, DuckDB or Prefect
+at import time (the client's errors are imported when first needed, since importing
+``pipelines.company_connections`` imports dlt).
 """
 
 from __future__ import annotations
@@ -53,20 +53,46 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "SECRET_KEYS",
+    "CheckError",
+    "CommandError",
+    "DbtError",
     "DiligenceError",
+    "ExportError",
+    "FlowError",
+    "KindError",
+    "ModelError",
+    "ReportError",
+    "RunFailedError",
+    "ScheduleError",
+    "SelectError",
+    "WarehouseFormatError",
+    "WarehouseLocationError",
     "SyncError",
     "SettingsError",
     "WarehouseBusyError",
     "WarehouseNotReadyError",
     "EvidenceError",
     "NamespaceSyncError",
-    "UnknownNamespaceError",
     "disk_full_line",
+    "redact",
     "error_chain",
     "raised_on_purpose",
-    "transient_of",
-    "is_transient",
 ]
+
+
+#: conninfo keys whose values are secrets (never in a message, a log or a file)
+SECRET_KEYS = ("password", "sslpassword")
+
+
+def redact(text: str) -> str:
+    """`text` with the values of password keys in conninfos and URL userinfo passwords
+    replaced by ``***``."""
+    for key in SECRET_KEYS:
+        text = re.sub(
+            rf"(\b{key}\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", text, flags=re.IGNORECASE
+        )
+    return re.sub(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]*@", r"\1***@", text, flags=re.I)
 
 
 class DiligenceError(Exception):
@@ -103,6 +129,18 @@ class SettingsError(DiligenceError):
     transient = False
 
 
+class SelectError(SettingsError):
+    """A --select value names no resource; the message lists the valid ones."""
+
+
+class ScheduleError(SettingsError):
+    """The cron or the time zone of a schedule is not valid; the message says which."""
+
+
+class KindError(SettingsError):
+    """A change kind that does not exist; the message lists the valid ones."""
+
+
 class WarehouseNotReadyError(DiligenceError):
     """The warehouse is not ready for the command yet: it does not exist (run
     ``diligence sync``) or has no models (run ``diligence models``). The message names
@@ -127,6 +165,91 @@ class WarehouseBusyError(DiligenceError):
     transient = True
 
 
+class WarehouseLocationError(DiligenceError):
+    """The warehouse location or its data path cannot be used; the message is one line
+    and never shows a password. Not transient: retrying the same settings fails the same."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(redact(message).split()), transient=False)
+
+
+class WarehouseFormatError(DiligenceError):
+    """The warehouse file was written by a DuckDB this release cannot read, or its
+    migration failed; the message is one line and names what to do."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, transient=False)
+
+
+class ModelError(DiligenceError):
+    """A model failed to build; `analytics` stays as the previous build left it. The
+    message's first line names the model, the database's error and the SQL file that
+    ran; the database's ``LINE n:`` and its caret follow when it gave them."""
+
+    def __init__(self, model_name: str, duckdb_message: str, sql_path: Path | None = None,
+                 caret: str | None = None) -> None:
+        message = f"model {model_name} failed: {duckdb_message}"
+        if sql_path is not None:
+            message += f" (SQL: {sql_path})"
+        if caret is not None:
+            message += "\n" + caret
+        super().__init__(message)
+        self.model_name = model_name
+        self.duckdb_message = duckdb_message
+        self.sql_path = sql_path
+        self.caret = caret
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.model_name, self.duckdb_message, self.sql_path, self.caret))
+
+    @property
+    def out_of_memory(self) -> bool:
+        return "Out of Memory" in self.duckdb_message
+
+
+class DbtError(DiligenceError):
+    """dbt could not run, or a model or test failed. The message is one line naming the
+    failed node (``model answers``, ``test answers__unique_key``), passwords redacted."""
+
+    transient = False
+
+    def __init__(self, message: str, *, node: str | None = None) -> None:
+        super().__init__(" ".join(redact(message).split()))
+        self.node = node
+
+
+class CheckError(DiligenceError):
+    """A check that failed: settings, credentials, service or a namespace."""
+
+    transient = False
+
+
+class ExportError(DiligenceError):
+    """The reports could not be exported (e.g. the models were never built)."""
+
+
+class ReportError(DiligenceError):
+    """The warehouse cannot be reported on (missing, or not modelled yet)."""
+
+
+class CommandError(DiligenceError):
+    """An error to print as one line, with its exit code (even with --debug)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = code
+
+
+class FlowError(DiligenceError):
+    """Base class of the flow's own exceptions."""
+
+    transient = False
+
+
+class RunFailedError(FlowError):
+    """The run finished its steps, but a namespace was not loaded or a check failed."""
+
+
 class NamespaceSyncError(DiligenceError):
     """A namespace could not be read completely; nothing of it was loaded."""
 
@@ -141,12 +264,6 @@ class NamespaceSyncError(DiligenceError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.outcome,))
-
-
-class UnknownNamespaceError(NamespaceSyncError):
-    """User-info does not list the namespace: a wrong id, or access lost since a sync."""
-
-    transient = False
 
 
 def raised_on_purpose(exc: BaseException) -> bool:
@@ -174,33 +291,6 @@ def error_chain(exc: BaseException) -> Iterator[BaseException]:
         for linked in (current.__cause__, current.__context__):
             if linked is not None:
                 pending.append(linked)
-
-
-def transient_of(exc: BaseException) -> bool | None:
-    """True/False when `exc` says whether a retry may help; None when it says nothing.
-
-    Our own errors carry `transient`. The client's: a request that still failed after
-    its retries (`RequestFailedError`) is transient, every other `SourceError` (401,
-    403, 404, 400, a `ConfigurationError`) is permanent. Connection and I/O errors
-    are transient; a missing dlt setting is permanent.
-    """
-    if isinstance(exc, DiligenceError):
-        return exc.transient
-    from pipelines.company_connections import errors as client_errors  # start-up: loads dlt
-
-    if isinstance(exc, client_errors.RequestFailedError):
-        return True
-    if isinstance(exc, client_errors.SourceError):
-        return False
-    name = type(exc).__name__
-    if name == "ConfigFieldMissingException":
-        return False
-    if isinstance(exc, (ConnectionError, TimeoutError)) or name in ("IOException", "TransportError"):
-        return True
-    module = type(exc).__module__ or ""
-    if module.startswith("httpx") and any(c.__name__ == "TransportError" for c in type(exc).__mro__):
-        return True
-    return None
 
 
 _NO_SPACE = "No space left on device"
@@ -262,17 +352,3 @@ def _database_of(path: Path) -> Path | None:
 
 def _size(count: int) -> str:
     return f"{count / 2**20:,.1f} MB" if count >= 2**20 else f"{count / 2**10:,.0f} KB"
-
-
-def is_transient(exc: BaseException | None) -> bool:
-    """True when another attempt of the failed step may succeed.
-
-    A permanent error anywhere in the chain makes the whole failure permanent;
-    otherwise it is transient when some error in the chain says so.
-    """
-    if exc is None:
-        return False
-    verdicts = [transient_of(e) for e in error_chain(exc)]
-    if any(v is False for v in verdicts):
-        return False
-    return any(v is True for v in verdicts)

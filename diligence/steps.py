@@ -158,7 +158,8 @@ def report_step(warehouse: Warehouse, out_file: Path) -> ReportResult:
     # start-up: DuckDB, altair and jinja2 load when a report is written, not with the CLI
     import duckdb
 
-    from .report.page import ReportError, write_report
+    from .errors import ReportError
+    from .report.page import write_report
 
     if warehouse.path is not None and not warehouse.path.exists():
         raise WarehouseNotReadyError(f"no warehouse at {warehouse.path}; run `diligence sync` first")

@@ -35,7 +35,7 @@ from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
 from diligence.analytics import AnalyticsResult, warm_up
-from diligence.analytics.checks import CheckResult
+from diligence.analytics.checks import CheckResult, format_failures
 from diligence.config import DEFAULT_REPORTS_DIR
 from diligence.evidence.chain import evidence_summary
 from diligence.report.export import ExportedFile, Format
@@ -382,10 +382,7 @@ def raise_for_failures(outcomes: list[NamespaceOutcome], checks: list[CheckResul
             + ", ".join(f"{o.namespace_company_id} ({o.error})" for o in failed)
         )
     if failing:
-        problems.append(
-            f"{len(failing)} data checks failed: "
-            + ", ".join(f"{c.name} ({c.failing_rows} rows)" for c in failing)
-        )
+        problems.append(format_failures(failing))
     if problems:
         raise RunFailedError(mask("; ".join(problems)))
 

@@ -14,10 +14,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..errors import ModelError
 from ..warehouse import MODELS_MEMORY_FALLBACKS, MODELS_MEMORY_LIMIT, MODELS_THREADS, Warehouse
 from .checks import CheckResult
 from .dbt import prepare
-from .models import ModelError, ModelsResult, build_models
+from .models import ModelsResult, build_models
 from .publish import publish_analytics
 
 log = logging.getLogger("diligence.analytics")

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import DiligenceError
+from ..errors import DbtError
 from ..warehouse.location import WarehouseLocation
-from .dbt import PROJECT_DIR, DbtError, DbtRun, describe_failure, invoke, location_of
+from .dbt import PROJECT_DIR, DbtRun, describe_failure, invoke, location_of
 
 
 @dataclass(frozen=True)
@@ -29,14 +29,6 @@ class CheckResult:
     @property
     def passed(self) -> bool:
         return self.failing_rows == 0
-
-
-class ChecksFailed(DiligenceError):
-    """One or more checks returned offending rows."""
-
-    def __init__(self, failures: list[CheckResult]) -> None:
-        super().__init__(format_failures(failures))
-        self.failures = failures
 
 
 def check_names() -> list[str]:
@@ -93,22 +85,11 @@ def failed_checks(results: list[CheckResult]) -> list[CheckResult]:
 
 
 def format_failures(failures: list[CheckResult]) -> str:
-    """'2 checks failed: answers__unique_key (3 rows), ...' or 'all checks passed'."""
+    """The one wording of failed checks, wherever they are reported:
+    '2 data checks failed: answers__unique_key (3 rows), ...' or 'all data checks passed'."""
     if not failures:
-        return "all checks passed"
+        return "all data checks passed"
     listed = ", ".join(
         f"{f.name} ({f.failing_rows} row{'s' if f.failing_rows != 1 else ''})" for f in failures
     )
-    return f"{len(failures)} check{'s' if len(failures) != 1 else ''} failed: {listed}"
-
-
-def raise_for_failures(results: list[CheckResult]) -> None:
-    """Raise ChecksFailed naming every failing check and its count of offending rows."""
-    failures = failed_checks(results)
-    if failures:
-        raise ChecksFailed(failures)
-
-
-def checks_exit_code(results: list[CheckResult]) -> int:
-    """0 when every check passed, else 1."""
-    return 1 if failed_checks(results) else 0
+    return f"{len(failures)} data check{'s' if len(failures) != 1 else ''} failed: {listed}"

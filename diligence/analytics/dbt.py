@@ -57,16 +57,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import DiligenceError
+from ..errors import SECRET_KEYS, DbtError
 from ..warehouse.filemodes import make_dirs, protect_tree, write_text_atomically
-from ..warehouse.location import (
-    SECRET_KEYS,
-    WarehouseLocation,
-    format_conninfo,
-    parse_conninfo,
-    parse_location,
-    redact,
-)
+from ..warehouse.location import WarehouseLocation, format_conninfo, parse_conninfo, parse_location
 from ..warehouse.lock import process_alive
 
 PROJECT_DIR = Path(__file__).resolve().parents[2] / "sql"
@@ -91,17 +84,6 @@ PARSE_LOCATION = WarehouseLocation(path=Path("/dev/null/warehouse.duckdb"))
 
 _lock = threading.Lock()
 _manifests: dict[tuple[str, str], Any] = {}
-
-
-class DbtError(DiligenceError):
-    """dbt could not run, or a model or test failed. The message is one line naming the
-    failed node (``model answers``, ``test answers__unique_key``), passwords redacted."""
-
-    transient = False
-
-    def __init__(self, message: str, *, node: str | None = None) -> None:
-        super().__init__(" ".join(redact(message).split()))
-        self.node = node
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..errors import DbtError
 from ..warehouse.filemodes import protect
-from .dbt import DbtError, describe_failure, invoke, location_of
+from .dbt import describe_failure, invoke, location_of
 
 
 @dataclass(frozen=True)

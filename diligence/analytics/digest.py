@@ -23,7 +23,7 @@ from typing import Any
 
 import duckdb
 
-from ..errors import SettingsError
+from ..errors import KindError, SettingsError
 from ..safe_text import terminal_text
 
 __all__ = ["KINDS", "NOTIFY_KINDS", "MAX_LISTED", "Change", "Digest", "parse_kinds", "read_digest"]
@@ -41,10 +41,6 @@ KINDS: tuple[str, ...] = (
 NOTIFY_KINDS: tuple[str, ...] = (*KINDS, "namespace_failed")
 #: changes listed in a digest's text; the rest are counted ("... and N more")
 MAX_LISTED = 50
-
-
-class KindError(SettingsError):
-    """A change kind that does not exist; the message lists the valid ones."""
 
 
 def parse_kinds(values: Iterable[str] | None, *, allowed: Sequence[str] = KINDS,

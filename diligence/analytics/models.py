@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from ..errors import DiligenceError
+from ..errors import DbtError, DiligenceError, ModelError
 from ..warehouse import Warehouse
 from ..warehouse.location import WarehouseLocation
 from ..warehouse.sql import sql_identifier, sql_string, transaction
@@ -39,7 +39,6 @@ from .dbt import (
     BUILD_SUFFIX,
     PROJECT_DIR,
     STAGING_SCHEMA,
-    DbtError,
     DbtRun,
     Description,
     artifacts_dir,
@@ -65,32 +64,6 @@ __all__ = [
     "build_models",
     "copy_comments",
 ]
-
-
-class ModelError(DiligenceError):
-    """A model failed to build; `analytics` stays as the previous build left it. The
-    message's first line names the model, the database's error and the SQL file that
-    ran; the database's ``LINE n:`` and its caret follow when it gave them."""
-
-    def __init__(self, model_name: str, duckdb_message: str, sql_path: Path | None = None,
-                 caret: str | None = None) -> None:
-        message = f"model {model_name} failed: {duckdb_message}"
-        if sql_path is not None:
-            message += f" (SQL: {sql_path})"
-        if caret is not None:
-            message += "\n" + caret
-        super().__init__(message)
-        self.model_name = model_name
-        self.duckdb_message = duckdb_message
-        self.sql_path = sql_path
-        self.caret = caret
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.model_name, self.duckdb_message, self.sql_path, self.caret))
-
-    @property
-    def out_of_memory(self) -> bool:
-        return "Out of Memory" in self.duckdb_message
 
 
 @dataclass(frozen=True)

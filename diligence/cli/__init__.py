@@ -28,6 +28,7 @@ from typing import Annotated, Any
 import typer
 
 from ..config import DEMO_WAREHOUSE
+from ..errors import CommandError, SelectError
 from ..safe_text import console_text
 from ..warehouse import DEFAULT_WAREHOUSE
 from ..warehouse.migrate import migrate_warehouse as migrate
@@ -38,7 +39,6 @@ from .base import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
-    CommandError,
     DataPathOption,
     EvidenceOption,
     WarehouseOption,
@@ -57,7 +57,7 @@ from .base import (
     out,
 )
 from .progress import SyncProgress
-from .select import SelectError, parse_select
+from .select import parse_select
 from .summary import run_summary, write_summary
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_USAGE", "CommandError", "app", "err", "handle_errors", "out"]
@@ -118,7 +118,8 @@ def sync(
     or a namespace that could not be read completely (it is named, and its previous
     data is kept). A sync that loaded nothing builds and publishes nothing.
     """
-    from ..steps import run_pipeline  # start-up: dlt and dbt load when a command runs
+    from ..analytics.checks import format_failures  # start-up: the models load when a command runs
+    from ..steps import run_pipeline
     from ..sync import source_settings
 
     owner = _warehouse(warehouse, data_path, evidence)
@@ -168,8 +169,7 @@ def sync(
     if result.downloads is not None and result.downloads.failed:
         raise CommandError(f"{result.downloads.failed} document downloads failed (see the log above)")
     if result.analytics is not None and result.analytics.failed_checks:
-        lines = "; ".join(f"{c.name}: {c.failing_rows} rows" for c in result.analytics.failed_checks)
-        raise CommandError(f"data checks failed: {lines}")
+        raise CommandError(format_failures(result.analytics.failed_checks))
     if result.sync.failed:
         names = ", ".join(f"{o.namespace_company_id} ({o.error})" for o in result.sync.failed)
         raise CommandError(f"not loaded, previous data kept: {names}")
@@ -249,7 +249,8 @@ def _print_analytics(result: Any) -> None:
 
 
 def _build_models(warehouse: Any, expiring_within_days: int, as_of: datetime | None, wait: float = 0.0) -> None:
-    from ..steps import run_pipeline  # start-up: dlt and dbt load when a command runs
+    from ..analytics.checks import format_failures  # start-up: dlt and dbt load when a command runs
+    from ..steps import run_pipeline
 
     result = run_pipeline(
         warehouse, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait
@@ -262,8 +263,7 @@ def _build_models(warehouse: Any, expiring_within_days: int, as_of: datetime | N
     else:
         _print_analytics(result.analytics)
     if result.analytics.failed_checks:
-        lines = "; ".join(f"{c.name}: {c.failing_rows} rows" for c in result.analytics.failed_checks)
-        raise CommandError(f"data checks failed: {lines}")
+        raise CommandError(format_failures(result.analytics.failed_checks))
 
 
 # -- check -------------------------------------------------------------------------------

@@ -18,7 +18,13 @@ from rich.markup import escape
 
 from ..config import DEMO_WAREHOUSE
 from ..config import expiring_within_days as configured_expiry
-from ..errors import DiligenceError, WarehouseNotReadyError, disk_full_line, raised_on_purpose
+from ..errors import (
+    CommandError,
+    DiligenceError,
+    WarehouseNotReadyError,
+    disk_full_line,
+    raised_on_purpose,
+)
 from ..logs import LazySecrets, configure_logging, mask_secrets
 from ..memory import bound_process_memory
 from ..safe_text import terminal_text
@@ -102,14 +108,6 @@ def _no_warehouse(owner: Warehouse) -> WarehouseNotReadyError:
     if owner.path == DEFAULT_WAREHOUSE and DEMO_WAREHOUSE.exists():
         hint = f" (`diligence demo` wrote {DEMO_WAREHOUSE}: pass --warehouse {DEMO_WAREHOUSE})"
     return WarehouseNotReadyError(f"no warehouse at {owner.display()}; run `diligence sync` first{hint}")
-
-
-class CommandError(DiligenceError):
-    """An error to print as one line, with its exit code (even with --debug)."""
-
-    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
-        super().__init__(message)
-        self.exit_code = code
 
 
 def _quiet() -> bool:

@@ -24,17 +24,11 @@ import httpx
 from pipelines.company_connections import SourceSettings, run_coroutine
 from pipelines.company_connections.errors import DeniedError, NotFoundError, SourceError
 
-from ..errors import DiligenceError
+from ..errors import CheckError
 from ..safe_text import terminal_text
 from ..sync import _describe
 
 __all__ = ["CheckError", "CheckReport", "NamespaceRights", "run_check"]
-
-
-class CheckError(DiligenceError):
-    """A check that failed: settings, credentials, service or a namespace."""
-
-    transient = False
 
 
 @dataclass

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
+from ..analytics.checks import format_failures
 from ..config import DEMO_WAREHOUSE, EXPORT_FORMATS
 from ..errors import SyncError
 from ..steps import run_pipeline
@@ -70,7 +71,7 @@ def run_demo(
         raise SyncError("; ".join(f"{o.namespace_company_id}: {o.error}" for o in result.failed))
     models = analytics.models
     if analytics.failed_checks:
-        raise SyncError("data checks failed: " + ", ".join(c.name for c in analytics.failed_checks))
+        raise SyncError(format_failures(analytics.failed_checks))
     with owner.session(read_only=True, memory_limit=None) as con:
         row = con.execute(SUMMARY_SQL).fetchall()[0]
     assert row is not None

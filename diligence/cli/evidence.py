@@ -13,11 +13,11 @@ from typing import Annotated
 import typer
 
 from ..config import evidence_retain_days
+from ..errors import CommandError
 from ..safe_text import console_text
 from .base import (
     EXIT_FAILED,
     EXIT_USAGE,
-    CommandError,
     DataPathOption,
     EvidenceOption,
     WarehouseOption,

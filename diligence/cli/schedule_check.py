@@ -10,13 +10,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
 
-from ..errors import SettingsError
+from ..errors import ScheduleError
 
 __all__ = ["ScheduleError", "validate_schedule"]
-
-
-class ScheduleError(SettingsError):
-    """The cron or the time zone of a schedule is not valid; the message says which."""
 
 
 def validate_schedule(cron: str, timezone: str) -> None:

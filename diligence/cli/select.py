@@ -11,13 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import SettingsError
+from ..errors import SelectError
 
 __all__ = ["SelectError", "resource_names", "parse_select"]
-
-
-class SelectError(SettingsError):
-    """A --select value names no resource; the message lists the valid ones."""
 
 
 def resource_names() -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from typing import Any
 import duckdb
 
 from ..analytics.digest import KINDS
-from ..errors import DiligenceError, WarehouseNotReadyError
+from ..errors import WarehouseNotReadyError
 from ..warehouse import table_names
 
 #: Tables the report cannot do without.
@@ -37,10 +37,6 @@ REQUIRED_TABLES = (
     "analytics.namespaces",
     "analytics.changes",
 )
-
-
-class ReportError(DiligenceError):
-    """The warehouse cannot be reported on (missing, or not modelled yet)."""
 
 
 @dataclass

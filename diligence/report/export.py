@@ -29,7 +29,7 @@ from typing import Literal
 
 import duckdb
 
-from ..errors import DiligenceError, WarehouseNotReadyError
+from ..errors import WarehouseNotReadyError
 from ..warehouse.filemodes import make_dirs, protect
 from ..warehouse.sql import sql_identifier, sql_string
 
@@ -53,10 +53,6 @@ REPORTS: dict[str, tuple[str, ...]] = {
     "connections": ("namespace_company_id", "company_id"),
     "answers_wide": ("namespace_company_id", "company_id", "company_type_id"),
 }
-
-
-class ExportError(DiligenceError):
-    """The reports could not be exported (e.g. the models were never built)."""
 
 
 @dataclass(frozen=True)

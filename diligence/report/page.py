@@ -25,8 +25,9 @@ import jinja2
 import vl_convert as vlc
 from markupsafe import Markup
 
+from ..errors import ReportError
 from ..warehouse.filemodes import make_dirs, protect
-from .data import ReportData, ReportError, Table, collect
+from .data import ReportData, Table, collect
 
 __all__ = ["ReportError", "ReportResult", "render_html", "vega_bundle", "write_report"]
 

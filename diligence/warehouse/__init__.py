@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import DEFAULT_WAREHOUSE, configured, evidence_enabled, evidence_path
-from ..errors import WarehouseBusyError
+from ..errors import WarehouseBusyError, WarehouseLocationError, redact
 from .filemodes import make_dirs, private_files
-from .location import WarehouseLocation, WarehouseLocationError, is_lake_uri, parse_location, redact
+from .location import WarehouseLocation, is_lake_uri, parse_location
 from .lock import lock_holder, process_alive, protect_outputs, writer_lock
 from .migrate import require_readable
 from .paths import pipelines_dir_of, published_path, stale_publishing, wal_of

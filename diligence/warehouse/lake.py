@@ -43,16 +43,14 @@ from urllib.parse import quote, urlencode
 import duckdb
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from ..errors import SECRET_KEYS, WarehouseLocationError, redact
 from .filemodes import make_dirs, protect
 from .location import (
     LAKE_PREFIX,
-    SECRET_KEYS,
     WarehouseLocation,
-    WarehouseLocationError,
     format_conninfo,
     is_remote_data_path,
     parse_conninfo,
-    redact,
 )
 from .paths import wal_of
 from .sql import sql_string

@@ -17,22 +17,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DiligenceError
+from ..errors import SECRET_KEYS, WarehouseLocationError, redact
 
 LAKE_PREFIX = "ducklake:postgres:"
 #: conninfo keys whose values are secrets
-SECRET_KEYS = ("password", "sslpassword")
 
 _REMOTE_DATA_PATH = re.compile(r"^(s3|s3a|gcs|gs|az|azure|abfss|r2|hf)://[^/\s]+", re.IGNORECASE)
 _KEYWORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class WarehouseLocationError(DiligenceError):
-    """The warehouse location or its data path cannot be used; the message is one line
-    and never shows a password. Not transient: retrying the same settings fails the same."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(" ".join(redact(message).split()), transient=False)
 
 
 @dataclass(frozen=True)
@@ -64,16 +55,6 @@ class WarehouseLocation:
         return f"WarehouseLocation(uri={self.display()!r}, data_path={self.data_path!r})"
 
     __str__ = display
-
-
-def redact(text: str) -> str:
-    """`text` with the values of password keys in conninfos and URL userinfo passwords
-    replaced by ``***``."""
-    for key in SECRET_KEYS:
-        text = re.sub(
-            rf"(\b{key}\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", text, flags=re.IGNORECASE
-        )
-    return re.sub(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]*@", r"\1***@", text, flags=re.I)
 
 
 def is_lake_uri(location: str | Path) -> bool:

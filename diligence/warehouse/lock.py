@@ -18,9 +18,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..errors import WarehouseBusyError
+from ..errors import WarehouseBusyError, WarehouseLocationError
 from .filemodes import make_dirs, protect, protect_tree
-from .location import WarehouseLocationError
 from .paths import pipelines_dir_of, published_path, wal_of
 
 __all__ = ["creating", "lock_holder", "lock_path", "mark_creating", "process_alive", "protect_outputs",

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DiligenceError
+from ..errors import WarehouseFormatError
 from .location import WarehouseLocation
 from .lock import writer_lock
 from .paths import wal_of
@@ -81,14 +81,6 @@ con.execute("detach old_db")
 con.close()
 print(json.dumps(counts))
 """
-
-
-class WarehouseFormatError(DiligenceError):
-    """The warehouse file was written by a DuckDB this release cannot read, or its
-    migration failed; the message is one line and names what to do."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, transient=False)
 
 
 @dataclass

@@ -90,7 +90,11 @@ class SourceError(Exception):
 
     A root of its own, because ``pipelines/`` imports nothing of the rest of the
     project; the ``diligence`` CLI maps it next to the root of its own errors.
+    `transient` says whether another attempt may succeed: only a request that still
+    failed after its retries may (401, 403, 404, 400 and bad settings fail the same).
     """
+
+    transient: bool = False
 
 
 class ConfigurationError(SourceError):
@@ -184,6 +188,8 @@ class RequestFailedError(ServiceError):
     example ``"ReadTimeout"`` or ``"ResponseFormatError"``); `attempts` is how many
     attempts were made.
     """
+
+    transient = True
 
     def __init__(
         self,

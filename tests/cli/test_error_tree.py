@@ -1,5 +1,6 @@
-"""One error tree: every error diligence/ and flows/ define derives from DiligenceError,
-the client's from its own root SourceError, and the CLI maps both roots to exit codes."""
+"""One error tree: every error of diligence/ and flows/ is defined in diligence/errors.py
+and derives from DiligenceError, the client's from its own root SourceError, and the
+CLI maps both roots to exit codes."""
 
 from __future__ import annotations
 
@@ -10,9 +11,8 @@ from pathlib import Path
 import pytest
 import typer
 
-from diligence.cli import EXIT_FAILED, EXIT_USAGE, CommandError, handle_errors
-from diligence.errors import DiligenceError, SyncError, raised_on_purpose
-from diligence.report.export import ExportError
+from diligence.cli import EXIT_FAILED, EXIT_USAGE, handle_errors
+from diligence.errors import CommandError, DiligenceError, ExportError, SyncError, raised_on_purpose
 from pipelines.company_connections import errors as client_errors
 from tests.helpers import kept_logging
 
@@ -36,9 +36,10 @@ def _exception_classes(folder: str) -> list[tuple[str, str]]:
 PRODUCT_ERRORS = _exception_classes("diligence") + _exception_classes("flows")
 
 
-def test_the_product_errors_are_found() -> None:
+def test_the_product_errors_are_found_in_one_module() -> None:
     names = {name for _, name in PRODUCT_ERRORS}
-    assert {"CommandError", "ExportError", "ReportError", "ChecksFailed", "RunFailedError"} <= names
+    assert {"CommandError", "ExportError", "ReportError", "ModelError", "RunFailedError"} <= names
+    assert {module for module, _ in PRODUCT_ERRORS} == {"diligence.errors"}
 
 
 @pytest.mark.parametrize(("module", "name"), PRODUCT_ERRORS)

@@ -25,7 +25,7 @@ from flows.company_connections_sync import (
     raise_for_failures,
     rebuild_analytics_schema,
 )
-from flows.errors import NamespaceSyncError, RunFailedError, UnknownNamespaceError
+from flows.errors import NamespaceSyncError, RunFailedError
 from flows.report import expiring_documents, summary_markdown
 from flows.retry import is_transient, retry_if_transient
 from flows.serve import (
@@ -40,6 +40,7 @@ from pipelines.company_connections.errors import (
     AuthenticationError,
     ConfigurationError,
     RequestFailedError,
+    UnknownNamespaceError,
 )
 from sandbox.server import SandboxServer
 from tests.helpers import settings_for
@@ -115,7 +116,7 @@ def test_raise_for_failures_names_namespaces_and_checks() -> None:
         raise_for_failures([OK, BROKEN], [CheckResult("answers__no_labels", 3)])
     message = str(raised.value)
     assert message.startswith("1 of 2 namespaces not loaded (previous data kept): ns-broken (")
-    assert "1 data checks failed: answers__no_labels (3 rows)" in message
+    assert "1 data check failed: answers__no_labels (3 rows)" in message
     assert "ns-ok" not in message
 
 
@@ -123,7 +124,7 @@ def test_namespace_outcome_of_failed_task_runs() -> None:
     assert namespace_outcome("ns-ok", Completed(data=OK)) == OK
     assert namespace_outcome("ns-broken", Failed(data=NamespaceSyncError(BROKEN))) == BROKEN
     unknown = NamespaceOutcome("nope", "failed", 0, 0, 0, 0.0, error="not listed")
-    assert namespace_outcome("nope", Failed(data=UnknownNamespaceError(unknown))) == unknown
+    assert namespace_outcome("nope", Failed(data=NamespaceSyncError(unknown))) == unknown
     outcome = namespace_outcome("ns-x", Failed(data=SyncError("login rejected")))
     assert (outcome.namespace_company_id, outcome.status) == ("ns-x", "failed")
     assert (outcome.requests, outcome.error) == (0, "login rejected")
@@ -147,7 +148,7 @@ def test_export_formats_are_checked_before_the_run() -> None:
         (auth_error(), False),
         (raised_from(auth_error(), SyncError("login rejected")), False),
         (raised_from(ConfigurationError("no credentials"), SyncError("no credentials")), False),
-        (UnknownNamespaceError(BROKEN), False),
+        (UnknownNamespaceError(["nope"], ["ns-ok"]), False),
         (ValueError("unknown export format"), False),
         (ExceptionGroup("read", [auth_error(), request_failed()]), False),
         # the attribute decides for our own errors, whatever their class

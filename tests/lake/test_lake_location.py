@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from diligence.errors import WarehouseLocationError, redact
 from diligence.warehouse import lake
-from diligence.warehouse.location import WarehouseLocationError, parse_location, redact
+from diligence.warehouse.location import parse_location
 from tests.processes import free_port
 
 from .postgres import PostgresCluster

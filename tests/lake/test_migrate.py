@@ -16,10 +16,10 @@ import duckdb
 import pytest
 
 from diligence.analytics import rebuild_analytics
+from diligence.errors import WarehouseFormatError
 from diligence.warehouse.migrate import (
     BACKUP_SUFFIX,
     READABLE_VERSIONS,
-    WarehouseFormatError,
     duckdb2_command,
     require_readable,
     storage_version,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from diligence.errors import WarehouseLocationError
 from diligence.warehouse import DEFAULT_WAREHOUSE, open_warehouse, warehouse_settings
-from diligence.warehouse.location import WarehouseLocationError
 
 LAKE = "ducklake:postgres:dbname=lake host=127.0.0.1 user=loader"
 

@@ -18,8 +18,9 @@ import pytest
 import diligence.analytics
 import diligence.steps
 from diligence.analytics import dbt, warm_up
-from diligence.analytics.dbt import PROJECT_DIR, DbtError
+from diligence.analytics.dbt import PROJECT_DIR
 from diligence.analytics.models import build_models
+from diligence.errors import DbtError
 
 from .rawdb import AS_OF
 

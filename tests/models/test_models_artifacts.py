@@ -15,7 +15,8 @@ import pytest
 
 import diligence.analytics as analytics
 from diligence.analytics.dbt import PROJECT_DIR, artifacts_dir, forget_parse, invoke, location_of
-from diligence.analytics.models import ModelError, ModelsResult, build_models
+from diligence.analytics.models import ModelsResult, build_models
+from diligence.errors import ModelError
 from tests.cli.helpers import run
 
 from .test_models_custom import _project_with

@@ -9,7 +9,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.analytics.models import ModelError, ModelsResult, build_models
+from diligence.analytics.models import ModelsResult, build_models
+from diligence.errors import ModelError
 
 from .helpers import by, rows, scalar
 from .rawdb import (

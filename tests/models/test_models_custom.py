@@ -11,7 +11,8 @@ import pytest
 
 from diligence.analytics.checks import check_names
 from diligence.analytics.dbt import PROJECT_DIR, forget_parse
-from diligence.analytics.models import ModelError, build_models
+from diligence.analytics.models import build_models
+from diligence.errors import ModelError
 
 from .helpers import rows, scalar
 

@@ -151,7 +151,8 @@ def test_a_rendered_macro_classes_dates_by_the_marts_own_rule() -> None:
     """`render_macro` gives Python-side queries the project's own rule: classing each
     case's date with the rendered `expiry_status` gives the statuses that
     document_expiry gives."""
-    from diligence.analytics.dbt import DbtError, render_macro
+    from diligence.analytics.dbt import render_macro
+    from diligence.errors import DbtError
 
     rule = render_macro("expiry_status", "expiration_date", "is_invalid", "?::timestamptz",
                         "?::integer")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import diligence.analytics as analytics
-from diligence.analytics.models import ModelError
+from diligence.errors import ModelError
 from diligence.warehouse import Warehouse
 
 from .rawdb import AS_OF

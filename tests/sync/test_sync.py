@@ -7,8 +7,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from diligence.errors import is_transient
 from diligence.sync import SyncError
+from flows.retry import is_transient
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, current_counts, query, sync
 
