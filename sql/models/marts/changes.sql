@@ -90,19 +90,11 @@ syncs as (
 
 -- connections --------------------------------------------------------------------------
 connection_starts as (
-    select syncs.sync_id, syncs.synced_at as detected_at, connection_versions.*
-    from connection_versions
-    join syncs
-        on syncs.namespace_company_id = connection_versions.namespace_company_id
-        and syncs.synced_at = connection_versions.valid_from
+    {{ versions_at_syncs('connection_versions', 'valid_from') }}
 ),
 
 connection_ends as (
-    select syncs.sync_id, syncs.synced_at as detected_at, connection_versions.*
-    from connection_versions
-    join syncs
-        on syncs.namespace_company_id = connection_versions.namespace_company_id
-        and syncs.synced_at = connection_versions.valid_to
+    {{ versions_at_syncs('connection_versions', 'valid_to') }}
 ),
 
 connection_transitions as (
@@ -137,9 +129,6 @@ connection_changes as (
         detected_at,
         namespace_company_id,
         company_id,
-        cast(null as varchar) as company_type_id,
-        cast(null as varchar) as field_id,
-        cast(null as varchar) as document_id,
         case
             when old_rights is null then 'connection_added'
             when new_rights is null then 'connection_removed'
@@ -189,9 +178,6 @@ company_changes as (
         detected_at,
         namespace_company_id,
         company_id,
-        cast(null as varchar) as company_type_id,
-        cast(null as varchar) as field_id,
-        cast(null as varchar) as document_id,
         'company_changed' as change_kind,
         {{ changed_values('attributes', 'old') }} as old_value,
         {{ changed_values('attributes', 'new') }} as new_value,
@@ -209,7 +195,6 @@ answer_rows as (
         answer_changes.company_id,
         answer_changes.company_type_id,
         answer_changes.field_id,
-        cast(null as varchar) as document_id,
         case answer_changes.change_type
             when 'answered' then 'answer_added'
             when 'cleared' then 'answer_removed'
@@ -232,19 +217,11 @@ answer_rows as (
 
 -- documents -----------------------------------------------------------------------------
 document_starts as (
-    select syncs.sync_id, syncs.synced_at as detected_at, syncs.previous_synced_at, document_versions.*
-    from document_versions
-    join syncs
-        on syncs.namespace_company_id = document_versions.namespace_company_id
-        and syncs.synced_at = document_versions.valid_from
+    {{ versions_at_syncs('document_versions', 'valid_from') }}
 ),
 
 document_ends as (
-    select syncs.sync_id, syncs.synced_at as detected_at, document_versions.*
-    from document_versions
-    join syncs
-        on syncs.namespace_company_id = document_versions.namespace_company_id
-        and syncs.synced_at = document_versions.valid_to
+    {{ versions_at_syncs('document_versions', 'valid_to') }}
 ),
 
 document_transitions as (
@@ -297,7 +274,6 @@ document_changes as (
         transitions.namespace_company_id,
         transitions.company_id,
         transitions.company_type_id,
-        cast(null as varchar) as field_id,
         transitions.document_id,
         case
             when not transitions.was_listed then 'document_added'
@@ -395,7 +371,6 @@ expiry_changes as (
         namespace_company_id,
         company_id,
         company_type_id,
-        cast(null as varchar) as field_id,
         document_id,
         case status_now
             when 'expired' then 'document_newly_expired'
@@ -493,10 +468,8 @@ template_changes as (
         sync_id,
         detected_at,
         namespace_company_id,
-        cast(null as varchar) as company_id,
         company_type_id,
         field_id,
-        cast(null as varchar) as document_id,
         case
             when not was_there then 'template_field_added'
             when not is_there then 'template_field_removed'
@@ -527,19 +500,11 @@ keys_recorded as (
 ),
 
 key_starts as (
-    select syncs.sync_id, syncs.synced_at as detected_at, key_versions.*
-    from key_versions
-    join syncs
-        on syncs.namespace_company_id = key_versions.namespace_company_id
-        and syncs.synced_at = key_versions.valid_from
+    {{ versions_at_syncs('key_versions', 'valid_from') }}
 ),
 
 key_ends as (
-    select syncs.sync_id, syncs.synced_at as detected_at, key_versions.*
-    from key_versions
-    join syncs
-        on syncs.namespace_company_id = key_versions.namespace_company_id
-        and syncs.synced_at = key_versions.valid_to
+    {{ versions_at_syncs('key_versions', 'valid_to') }}
 ),
 
 key_changes as (
@@ -547,10 +512,7 @@ key_changes as (
         coalesce(starts.sync_id, ends.sync_id) as sync_id,
         coalesce(starts.detected_at, ends.detected_at) as detected_at,
         coalesce(starts.namespace_company_id, ends.namespace_company_id) as namespace_company_id,
-        cast(null as varchar) as company_id,
-        cast(null as varchar) as company_type_id,
         coalesce(starts.key_path, ends.key_path) as field_id,
-        cast(null as varchar) as document_id,
         case when ends.key_path is null then 'service_key_added' else 'service_key_removed' end
             as change_kind,
         ends.endpoint as old_value,
@@ -569,20 +531,20 @@ key_changes as (
     where ends.key_path is null or starts.key_path is null
 ),
 
--- all -------------------------------------------------------------------------------------
+-- all (by name: a kind's CTE leaves out the columns it has no value for) ------------------
 unioned as (
     select * from connection_changes
-    union all
+    union all by name
     select * from company_changes
-    union all
+    union all by name
     select * from answer_rows
-    union all
+    union all by name
     select * from document_changes
-    union all
+    union all by name
     select * from expiry_changes
-    union all
+    union all by name
     select * from template_changes
-    union all
+    union all by name
     select * from key_changes
 ),
 
