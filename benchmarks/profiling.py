@@ -63,7 +63,7 @@ def _group(package: str) -> str:
 #: Inclusive shares reported for these frames: (label, function, file path suffix).
 INCLUSIVE = [
     ("fetch phase (our `run_coroutine` / the ceiling's `run`)", "run_coroutine",
-     "pipelines/company_connections/__init__.py"),
+     "pipelines/company_connections/stream.py"),
     ("fetch phase (our `run_coroutine` / the ceiling's `run`)", "run", "benchmarks/ceiling.py"),
     ("inside httpx `AsyncClient.request` (whole HTTP round trip)", "request", "httpx/_client.py"),
     ("dlt `pipeline.run` (extract, normalize, load)", "run", "dlt/pipeline/pipeline.py"),

@@ -39,12 +39,12 @@ transport (they follow redirects). Every API request goes through one pipeline:
    bare, tenacity takes over after a retryable failure). A host name that does not
    resolve, an untrusted certificate, a body over the size cap and JSON nested
    deeper than ``MAX_JSON_DEPTH`` fail at once (`RequestFailedError` with one
-   attempt, or `ResponseFormatError`), naming the URL or the cap.
+   attempt, or `ResponseFormatError`), naming the URL or the cap (`statuses.StatusRules`).
 
 Nothing is built per request that a request does not need: URLs are parsed once,
 no retry object is built until an attempt fails, questionnaires keep their
 forms raw (typed lazily), and the start-up heap is frozen out of the GC's scans
-while the client is open (see `__aenter__`).
+while the client is open (see `heap`).
 
 List endpoints (5, 10) follow pagination if the service ever pages: a
 ``Link: <url>; rel="next"`` header, or an object body ``{items|data|results,
@@ -52,9 +52,11 @@ next|nextPage|links.next}``. Next links must stay on the service's origin; a
 repeated page or more than ``MAX_PAGES`` pages raises `ResponseFormatError`.
 
 This module holds the pipeline and the endpoints; its neighbours hold the rest:
-`retries` (the attempt and backoff policy of step 6), `responses` (JSON under the
-nesting cap, pages, tokens, ``Retry-After``, HTML detection), `urls` (settings
-checks, path quoting, origins) and `downloads` (streaming a document to disk).
+`retries` (the attempt and backoff policy of step 6), `statuses` (what a status or a
+transport failure makes of an attempt, step 6), `responses` (JSON under the nesting
+cap, pages, tokens, ``Retry-After``, HTML detection), `urls` (settings checks, path
+quoting, origins), `stats` (the traffic counters), `heap` (the GC's tuning) and
+`downloads` (the download client, streaming a document to disk).
 """
 
 from __future__ import annotations
@@ -62,33 +64,28 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import gc
-import logging
 import math
 import pathlib
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any, NoReturn, Self, TypeVar
+from typing import Self, TypeVar
 
 import httpx
 
 from . import settings as s
-from .addresses import check_download_address
 from .auth import TokenManager, TokenStore
-from .downloads import DownloadResult, download_once
+from .downloads import DownloadResult, download_client, download_once
 from .errors import (
     AuthenticationError,
-    BadRequestError,
     ConfigurationError,
     DeniedError,
     NotFoundError,
     ResponseFormatError,
     ServiceError,
-    redact,
 )
 from .evidence import Answer, EvidenceLog, last_answer, set_answer
+from .heap import gc_tuning
 from .limits import AdaptiveThrottle, PriorityGate, RequestBudget
 from .manifest import Entry
 from .models import (
@@ -102,18 +99,11 @@ from .models import (
     UserInfo,
     adapter,
 )
-from .responses import (
-    Refused,
-    is_html,
-    parse_json,
-    parse_page,
-    parse_token,
-    read_body,
-    response_text,
-    retry_after,
-)
+from .responses import Refused, is_html, parse_json, parse_page, parse_token, read_body
 from .retries import Retryable, RetryPolicy
-from .transport import AiohttpTransport, CertificateError, NameResolutionError
+from .stats import RequestStats
+from .statuses import TRANSPORT_ERRORS, StatusRules
+from .transport import AiohttpTransport
 from .urls import (
     checked_download_url,
     header_id,
@@ -128,59 +118,9 @@ from .urls import (
 
 __all__ = ["DownloadResult", "RequestStats", "ServiceClient"]
 
-logger = logging.getLogger("diligence.client")
 T = TypeVar("T")
 
 _BASIC, _BEARER, _GIVEN = "basic", "bearer", "given"
-
-
-def _is_auth(path: str) -> bool:
-    """Whether `path` is login or token renewal (endpoints 1, 2), whose answers carry a
-    token and are never kept as evidence."""
-    return path.rstrip("/").endswith((s.LOGIN_PATH.rstrip("/"), s.RENEW_TOKEN_PATH.rstrip("/")))
-
-
-def _where(response: httpx.Response, path: str) -> str:
-    """The path and query a response answered (the manifest's key); `path` when the
-    response does not carry its request (a mock transport's)."""
-    try:
-        return response.request.url.raw_path.decode("ascii")
-    except RuntimeError:
-        return path
-_TRANSPORT_ERRORS = (httpx.TransportError, httpx.DecodingError)
-
-
-@dataclass
-class RequestStats:
-    """Counters of one client's traffic (attempts, not logical calls)."""
-
-    requests_sent: int = 0
-    responses_by_status: Counter[int] = field(default_factory=Counter)
-    retries: int = 0
-    throttled: int = 0  # 429 responses
-    transport_errors: int = 0
-    logins: int = 0
-    relogins: int = 0
-    renewals: int = 0
-    bytes_received: int = 0
-    #: namespace -> {"requests", "retries", "throttled"} (attempts sent for it, waits
-    #: before another attempt, 429 answers); login and user-info have no namespace
-    by_namespace: dict[str, Counter[str]] = field(default_factory=dict)
-
-    def count(self, namespace: str | None, key: str) -> None:
-        """Count one `key` event of `namespace` (nothing for requests of no namespace)."""
-        if namespace is not None:
-            self.by_namespace.setdefault(namespace, Counter())[key] += 1
-
-    def as_dict(self) -> dict[str, Any]:
-        """The counters as plain JSON-able values."""
-        data = dict(self.__dict__)
-        data["responses_by_status"] = {str(k): v for k, v in sorted(self.responses_by_status.items())}
-        data["by_namespace"] = {
-            ns: {key: counts[key] for key in ("requests", "retries", "throttled")}
-            for ns, counts in sorted(self.by_namespace.items())
-        }
-        return data
 
 
 class ServiceClient:
@@ -249,7 +189,6 @@ class ServiceClient:
             pair = f"{email}:{password}".encode()
             self._basic = "Basic " + base64.b64encode(pair).decode("ascii")
         self._max_concurrency = max_concurrency
-        self._max_retry_after = max_retry_after
         self._budget = budget
         #: where the responses go, and answers an interrupted sync left (None: not kept)
         self.evidence = evidence
@@ -268,7 +207,7 @@ class ServiceClient:
         self.stats = RequestStats()
         self.throttle = AdaptiveThrottle(requests_per_second)
         self.retries = RetryPolicy(max_attempts=max_attempts, backoff_initial=backoff_initial,
-                                   backoff_max=backoff_max, on_retry=self._count_retry,
+                                   backoff_max=backoff_max, on_retry=self.stats.count_retry,
                                    secrets=self._secrets)
         self.tokens = TokenManager(
             login=self._fetch_login if self._basic else None,
@@ -276,9 +215,12 @@ class ServiceClient:
             access_token=access_token,
             store=token_store,
             renew_margin_seconds=renew_margin_seconds,
-            on_event=self._count_auth_event,
+            on_event=self.stats.count_auth_event,
             relogin_budget=relogin_budget,
         )
+        #: what a status or a transport failure makes of an attempt (see :mod:`.statuses`)
+        self.status_rules = StatusRules(self._base, max_retry_after, self.stats, evidence,
+                                        self._secrets)
 
     def __repr__(self) -> str:
         mode = "token-only" if self.tokens.token_only else "password"
@@ -293,28 +235,20 @@ class ServiceClient:
         limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         self._sender = self._transport or AiohttpTransport(
             verify=self._verify, max_connections=connections, timeout=self._timeout)
-        self._http = httpx.AsyncClient(
-            transport=self._sender,
-            verify=self._verify,
-            timeout=httpx.Timeout(self._timeout),
-            limits=limits,
-            headers={"User-Agent": self._user_agent, s.ACCEPT_HEADER: "application/json"},
-            follow_redirects=False,
-            # this client only downloads documents: each request, redirects included, is checked
-            event_hooks={"request": [self._check_download_request]},
-        )
-        # Every response allocates many short-lived objects; with the default gen-0
-        # threshold (700) the collector rescans the young heap thousands of times per
-        # sync. Freeze what exists now and collect young objects less often.
-        if not self._gc_tuned:
-            _GC.enter()
+        self._http = download_client(
+            self._sender, verify=self._verify, timeout=self._timeout, limits=limits,
+            user_agent=self._user_agent, allow_insecure_http=self._allow_insecure_http,
+            allow_private=self._allow_private_downloads,
+            allow_loopback=is_loopback(httpx.URL(self._base).host))
+        if not self._gc_tuned:  # see :mod:`.heap`
+            gc_tuning.enter()
             self._gc_tuned = True
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._gc_tuned:
-            _GC.exit()
+            gc_tuning.exit()
             self._gc_tuned = False
         if self._budget is not None:
             await self._budget.aclose()
@@ -322,14 +256,6 @@ class ServiceClient:
             await self._http.aclose()
             self._http = None
             self._sender = None
-
-    def _honoured_retry_after(self, response: httpx.Response) -> float | None:
-        """The pause a 429's ``Retry-After`` asks of every request (None: none asked).
-        One beyond `max_retry_after` is not honoured at all: that request fails at once
-        (:meth:`_check_status`), and the others go on, each failing as soon as it is told
-        the same, rather than all waiting `max_retry_after` first."""
-        wait = retry_after(response)
-        return wait if wait is not None and wait <= self._max_retry_after else None
 
     def waiting_for(self) -> str:
         """What the client waits for now, in a few words (progress and stall messages)."""
@@ -437,12 +363,24 @@ class ServiceClient:
             path = self._prefix + s.DOCUMENT_URL_PATH.format(document_id=segment(document_id))
             self.evidence.record_file(path, namespace, result.sha256, result.size)
 
-    async def _check_download_request(self, request: httpx.Request) -> None:
-        """Before each download request (redirects too): http(s) rules of
-        `checked_download_url`, then a public address (see :mod:`.addresses`)."""
-        target = checked_download_url(str(request.url), self._allow_insecure_http)
-        await check_download_address(target, allow_private=self._allow_private_downloads,
-                                     allow_loopback=is_loopback(httpx.URL(self._base).host))
+    # For downloads (see :class:`~.downloads.DownloadingClient`) -------------------------
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The client's :func:`~.downloads.download_client` (open inside ``async with``)."""
+        if self._http is None:
+            raise ConfigurationError("use the client inside 'async with ServiceClient(...)'")
+        return self._http
+
+    @property
+    def max_download_bytes(self) -> int:
+        """The size cap of a downloaded document (`max_download_bytes`)."""
+        return self._max_download_bytes
+
+    def slot(self) -> AbstractAsyncContextManager[None]:
+        """Hold one of the `max_concurrency` request slots (``async with``), as a
+        download does for its whole attempt."""
+        return self._slots.slot()
 
     # Pipeline --------------------------------------------------------------------------
 
@@ -514,11 +452,13 @@ class ServiceClient:
                                           status_code=response.status_code) from None
             except (ValueError, TypeError, KeyError) as exc:
                 # An HTML page may be a passing proxy error: retried, but named as such.
-                error = self._html_error(response, method, path, namespace) if is_html(response) \
-                    else ResponseFormatError(f"{type(exc).__name__}: {exc}", method=method,
-                                             path=path, namespace=namespace,
-                                             status_code=response.status_code,
-                                             secrets=self._secrets())
+                if is_html(response):
+                    error = self.status_rules.html_error(response, method, path, namespace)
+                else:
+                    error = ResponseFormatError(f"{type(exc).__name__}: {exc}", method=method,
+                                                path=path, namespace=namespace,
+                                                status_code=response.status_code,
+                                                secrets=self._secrets())
                 raise Retryable("ResponseFormatError", error.message,
                                  status_code=response.status_code, cause=error) from None
 
@@ -537,7 +477,7 @@ class ServiceClient:
         set_answer(Answer((entry.sha256,), kept=True))
         if entry.status != 200:
             kind: type[ServiceError] = {403: DeniedError, 404: NotFoundError}[entry.status]
-            raise self._error(kind, response, entry.method, path, entry.namespace, "")
+            raise self.status_rules.error(kind, response, entry.method, path, entry.namespace, "")
         return parse(response)
 
     async def _attempt(self, method: str, url: httpx.URL, path: str, namespace: str | None,
@@ -572,22 +512,23 @@ class ServiceClient:
                 unauthorized += 1
                 never_accepted += not self.tokens.was_accepted(sent_token)
                 if never_accepted > s.MAX_RELOGINS_PER_REQUEST:
-                    raise self._error(AuthenticationError, response, method, path, namespace,
-                                      f"still unauthorized (401) after logging in again "
-                                      f"{never_accepted - 1} times")
+                    raise self.status_rules.error(
+                        AuthenticationError, response, method, path, namespace,
+                        f"still unauthorized (401) after logging in again {never_accepted - 1} times")
                 if unauthorized > s.MAX_UNAUTHORIZED_PER_REQUEST:
-                    raise self._error(AuthenticationError, response, method, path, namespace,
-                                      "the token kept being replaced while retrying")
+                    raise self.status_rules.error(
+                        AuthenticationError, response, method, path, namespace,
+                        "the token kept being replaced while retrying")
                 await self.tokens.recover(sent_token)
                 continue
             if sent_token is not None:
                 self.tokens.accepted(sent_token)
             if auth != _BEARER and code in (401, 403):
                 what = "login" if auth == _BASIC else "token renewal"
-                raise self._error(AuthenticationError, response, method, path, namespace,
-                                  f"{what} rejected; check the credentials")
+                raise self.status_rules.error(AuthenticationError, response, method, path,
+                                              namespace, f"{what} rejected; check the credentials")
             if code < 200 or code >= 300:
-                self._check_status(response, method, path, namespace)
+                self.status_rules.check(response, method, path, namespace)
             return response
 
     async def _send(self, method: str, url: httpx.URL, path: str, headers: dict[str, str],
@@ -621,54 +562,19 @@ class ServiceClient:
                 async with asyncio.timeout(self._timeout):
                     response = await sender.handle_async_request(request)
                     response = await read_body(response, request, self._max_response_bytes)
-            except _TRANSPORT_ERRORS as exc:
-                self._transport_failed(method, path, attempt, exc, url)
+            except TRANSPORT_ERRORS as exc:
+                self.status_rules.transport_failed(method, path, attempt, exc, url)
             except TimeoutError:
-                self._transport_failed(method, path, attempt, httpx.ReadTimeout(
+                self.status_rules.transport_failed(method, path, attempt, httpx.ReadTimeout(
                     f"no complete answer within request_timeout ({self._timeout:g} s)"), url)
             finally:
                 self._on_the_wire -= 1
         if response.status_code == 429:
-            self.throttle.record(429, sent_at, self._honoured_retry_after(response))
+            self.throttle.record(429, sent_at, self.status_rules.honoured_retry_after(response))
         else:
             self.throttle.record(response.status_code, sent_at, None)
-        self._count_response(method, path, attempt, response.status_code, len(response.content))
+        self.stats.count_response(method, path, attempt, response.status_code, len(response.content))
         return response, sent_token
-
-    def _check_status(self, response: httpx.Response, method: str, path: str,
-                      namespace: str | None) -> None:
-        code = response.status_code
-        if 200 <= code < 300:
-            return
-        if code in s.RETRYABLE_STATUS_CODES or code >= 500:
-            wait = retry_after(response) if code in s.RETRY_AFTER_STATUS_CODES else None
-            if wait is not None and wait > self._max_retry_after:
-                raise Retryable(f"HTTP {code}", f"the service asked to wait {wait:.0f} s "
-                                f"(Retry-After), more than max_retry_after "
-                                f"({self._max_retry_after:g} s)", status_code=code, final=True)
-            raise Retryable(f"HTTP {code}", redact(response_text(response), self._secrets()),
-                            status_code=code, retry_after=wait)
-        if code == 404 and is_html(response):
-            raise self._html_error(response, method, path, namespace)
-        kind: type[ServiceError] = {401: AuthenticationError, 403: DeniedError,
-                                    404: NotFoundError}.get(code, BadRequestError)
-        if code in (403, 404) and self.evidence is not None and not _is_auth(path):  # evidence too
-            sha = self.evidence.record(method, _where(response, path), namespace, code, response.content)
-            set_answer(Answer((sha,)))
-        raise self._error(kind, response, method, path, namespace, "")
-
-    def _error(self, kind: type[ServiceError], response: httpx.Response, method: str, path: str,
-               namespace: str | None, prefix: str) -> ServiceError:
-        text = response_text(response)
-        message = f"{prefix}: {text}" if prefix and text else prefix or text
-        return kind(message, method=method, path=path, namespace=namespace,
-                    status_code=response.status_code, secrets=self._secrets())
-
-    def _html_error(self, response: httpx.Response, method: str, path: str,
-                    namespace: str | None) -> ResponseFormatError:
-        return ResponseFormatError(f"{self._base} answered text/html, not JSON: check base_url",
-                                   method=method, path=path, namespace=namespace,
-                                   status_code=response.status_code)
 
     def _resolve_next(self, current: httpx.URL, path: str, link: str,
                       namespace: str | None) -> httpx.URL:
@@ -677,39 +583,6 @@ class ServiceClient:
             raise ResponseFormatError("a pagination link leaves the service's origin; not followed",
                                       method="GET", path=path, namespace=namespace)
         return target
-
-    def _transport_failed(self, method: str, path: str, attempt: int, exc: Exception,
-                          url: httpx.URL) -> NoReturn:
-        self.stats.transport_errors += 1
-        logger.debug("%s %s -> %s (attempt %d)", method, path, type(exc).__name__, attempt)
-        where = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{path}"
-        if isinstance(exc, NameResolutionError):
-            raise Retryable(type(exc).__name__, f"the host name of {where} does not resolve "
-                             f"({redact(str(exc), self._secrets())}): check base_url",
-                             cause=exc, final=True) from None
-        if isinstance(exc, CertificateError):
-            raise Retryable(type(exc).__name__, f"the TLS certificate of {where} is not trusted "
-                             f"({redact(str(exc), self._secrets())}): set ca_bundle",
-                             cause=exc, final=True) from None
-        raise Retryable(type(exc).__name__, redact(str(exc), self._secrets()), cause=exc) from None
-
-    def _count_response(self, method: str, path: str, attempt: int, status: int, size: int) -> None:
-        self.stats.responses_by_status[status] += 1
-        self.stats.bytes_received += size
-        if status == 429:
-            self.stats.throttled += 1
-        logger.debug("%s %s -> %d (attempt %d)", method, path, status, attempt)
-
-    def _count_retry(self) -> None:
-        self.stats.retries += 1
-
-    def _count_auth_event(self, event: str) -> None:
-        if event == "login":
-            self.stats.logins += 1
-        elif event == "relogin":
-            self.stats.relogins += 1
-        elif event == "renewal":
-            self.stats.renewals += 1
 
     def _secrets(self) -> list[str | None]:
         encoded = self._basic.split(" ", 1)[1] if self._basic else None
@@ -723,33 +596,3 @@ class ServiceClient:
         return await self._call("GET", self._url(s.RENEW_TOKEN_PATH),
                                 self._prefix + s.RENEW_TOKEN_PATH, None, _GIVEN, parse_token,
                                 token=token)
-
-
-# GC tuning while clients are open ------------------------------------------------------
-
-
-class _GcTuning:
-    """While any client is open: the heap that existed at its start is frozen (out of
-    the collector's scans) and generation 0 is collected less often. The last client
-    to close unfreezes it (so it can be collected again) and restores the threshold."""
-
-    def __init__(self) -> None:
-        self.users = 0
-        self.saved: tuple[int, int, int] | None = None
-
-    def enter(self) -> None:
-        self.users += 1
-        if self.users == 1:
-            self.saved = gc.get_threshold()
-            gc.freeze()
-            gc.set_threshold(max(self.saved[0], s.GC_GEN0_THRESHOLD), *self.saved[1:])
-
-    def exit(self) -> None:
-        self.users -= 1
-        if self.users == 0 and self.saved is not None:
-            gc.unfreeze()
-            gc.set_threshold(*self.saved)
-            self.saved = None
-
-
-_GC = _GcTuning()

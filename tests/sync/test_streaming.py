@@ -478,12 +478,12 @@ def test_a_stream_interrupted_while_it_starts_stops_its_fetch(
 ) -> None:
     # Ctrl-C during the stream's own start-up: the caller never gets the stream to
     # close, so the stream stops its fetch thread and restores the switch interval itself
-    import pipelines.company_connections as source
+    from pipelines.company_connections import stream
 
     def interrupted() -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(source, "warm_up_conversions", interrupted)
+    monkeypatch.setattr(stream, "warm_up_conversions", interrupted)
     settings = resolve_settings(
         base_url="http://127.0.0.1:9", email="a@b.c", password="x", token_store_path=None, max_attempts=1
     )
