@@ -14,11 +14,8 @@ The shape:
 - :func:`connect` opens a DuckDB connection with the lake attached and selected
   (``USE``), so ``raw.*`` and ``analytics.*`` resolve exactly as in a DuckDB file: the
   models, checks and exports run unchanged on it.
-- :func:`lake_pipeline_parts` is what the dlt pipeline factory needs for one namespace's
-  run: the destination (dlt's DuckDB destination over a step's :func:`connect`, so the
-  run attaches the lake once; or dlt's ducklake destination) plus the isolation
-  concurrent writers need (dlt-hub/dlt#4297: own pipeline name, pipelines dir and
-  staging dataset).
+- :func:`load_retrying` runs a namespace's load again after a commit conflict with a
+  concurrent writer (:func:`is_commit_conflict`).
 - :func:`analyst_attach_sql` is the read-only ATTACH analysts paste into DuckDB.
 
 The extensions (ducklake, postgres) load from the ``duckdb-extension-*`` wheels, so no
@@ -29,22 +26,20 @@ the same lake.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import duckdb
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from ..errors import SECRET_KEYS, WarehouseLocationError, redact
-from .filemodes import make_dirs, protect
+from .filemodes import protect
 from .location import (
     LAKE_PREFIX,
     WarehouseLocation,
@@ -55,35 +50,18 @@ from .location import (
 from .paths import wal_of
 from .sql import sql_string
 
-if TYPE_CHECKING:
-    from dlt.common.destination import Destination
-
 DEFAULT_ALIAS = "lake"
 #: PostgreSQL's default schema, where a plain ATTACH keeps DuckLake's metadata tables.
 METADATA_SCHEMA = "public"
 #: Seconds libpq waits for the catalog before giving up, unless the conninfo says otherwise.
 CONNECT_TIMEOUT_SECONDS = 10
-PIPELINE_PREFIX = "company_connections"
 RAW_DATASET = "raw"
-#: The time zone of dlt's DuckDB sessions while it loads (dlt's own default).
-LOAD_TIME_ZONE = "UTC"
 EXTENSIONS = ("ducklake", "postgres")
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 _CONFLICT_MARKERS = ("Transaction conflict", "Failed to commit DuckLake transaction")
 _installed: set[str] = set()
 _install_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class LakePipelineParts:
-    """What the dlt pipeline factory needs to write one namespace's run into a lake."""
-
-    pipeline_name: str
-    pipelines_dir: Path
-    dataset_name: str
-    staging_dataset_name_layout: str
-    destination: Destination[Any, Any] = field(repr=False)
 
 
 def check_location(location: WarehouseLocation) -> None:
@@ -161,7 +139,7 @@ def connect(
         if not read_only and not location.path.exists():
             _create_file(location.path)
         return duckdb.connect(str(location.path), read_only=read_only)
-    _require_identifier(alias)
+    require_identifier(alias)
     con = duckdb.connect()
     try:
         _load_extensions(con)
@@ -195,7 +173,7 @@ def initialise(
     if not location.is_lake:
         return
     for schema in schemas:
-        _require_identifier(schema)
+        require_identifier(schema)
     own = con is None
     if own:
         check_location(location)
@@ -255,101 +233,6 @@ def _racing_initialise(exc: BaseException) -> bool:
     return isinstance(exc, (WarehouseLocationError, duckdb.Error)) and (
         is_commit_conflict(exc) or "duplicate key" in text or "already exists" in text
     )
-
-
-def namespace_slug(namespace: str) -> str:
-    """A short identifier unique to `namespace`: its safe characters plus a digest, so two
-    namespaces differing only in punctuation still get different names."""
-    safe = re.sub(r"[^a-z0-9]+", "_", namespace.lower()).strip("_")[:40] or "ns"
-    digest = hashlib.sha256(namespace.encode("utf-8")).hexdigest()[:8]
-    return f"{safe}_{digest}"
-
-
-def lake_pipeline_parts(
-    location: WarehouseLocation,
-    namespace: str,
-    *,
-    pipelines_root: Path,
-    ducklake_name: str = DEFAULT_ALIAS,
-    connection: duckdb.DuckDBPyConnection | None = None,
-) -> LakePipelineParts:
-    """The dlt destination and the per-namespace isolation for one namespace's run.
-
-    Concurrent runs into one lake must not share dlt's pipeline state or its staging
-    dataset (dlt-hub/dlt#4297: rows are silently lost otherwise), so each namespace gets
-    its own pipeline name, pipelines dir under `pipelines_root` (owner-only: it holds
-    load packages of confidential rows) and staging dataset. Use it as
-    ``dlt.pipeline(pipeline_name=..., pipelines_dir=..., destination=...,
-    dataset_name=...)``.
-
-    With `connection` (a writable :func:`connect` of `location` with the lake attached
-    as `ducklake_name`, closed by its owner) dlt loads through it: its jobs run on
-    duplicates of that connection, so the run attaches the lake no more than once.
-    Without, dlt's ducklake destination opens (and attaches) a DuckDB of its own for
-    the run's initialisation, each table's job and its completion.
-    """
-    if not location.is_lake:
-        raise WarehouseLocationError(
-            f"{location.display()} is a DuckDB file, not a DuckLake: no lake pipeline for it"
-        )
-    _require_identifier(ducklake_name)
-    slug = namespace_slug(namespace)
-    layout = f"%s_staging_{slug}"
-    pipelines_dir = make_dirs(pipelines_root.expanduser().resolve() / slug, own=True)
-    if connection is not None:
-        destination = _connection_destination(connection, ducklake_name, layout)
-    else:
-        destination = _ducklake_destination(location, ducklake_name, layout)
-    return LakePipelineParts(
-        pipeline_name=f"{PIPELINE_PREFIX}_{slug}",
-        pipelines_dir=pipelines_dir,
-        dataset_name=RAW_DATASET,
-        staging_dataset_name_layout=layout,
-        destination=destination,
-    )
-
-
-def _connection_destination(
-    connection: duckdb.DuckDBPyConnection, ducklake_name: str, layout: str
-) -> Destination[Any, Any]:
-    """dlt's DuckDB destination over `connection`, qualifying names with the lake's
-    catalog `ducklake_name`."""
-    # start-up: dlt loads with the first pipeline; and .destination imports this module
-    from dlt.destinations.impl.duckdb.configuration import DuckDbCredentials
-
-    from .destination import LakeDestination, LakeSqlClient
-
-    if ducklake_name != LakeSqlClient.lake_catalog:
-        raise WarehouseLocationError(
-            f"dlt loads through a connection with the lake attached as "
-            f"{LakeSqlClient.lake_catalog!r}, not {ducklake_name!r}"
-        )
-    # dlt's sessions load in UTC (its default); set on each of its duplicates only, so
-    # the owner's own session keeps its time zone.
-    credentials = DuckDbCredentials(
-        connection, session_timezone=None, local_config={"TimeZone": LOAD_TIME_ZONE}
-    )
-    return LakeDestination(credentials=credentials, staging_dataset_name_layout=layout)
-
-
-def _ducklake_destination(
-    location: WarehouseLocation, ducklake_name: str, layout: str
-) -> Destination[Any, Any]:
-    """dlt's ducklake destination: a DuckDB of its own, attaching the lake, per job."""
-    import dlt  # start-up: dlt loads with the first pipeline, not with the lake
-    from dlt.destinations.impl.ducklake.configuration import DuckLakeCredentials
-
-    assert location.data_path is not None
-    credentials = DuckLakeCredentials(
-        ducklake_name,
-        catalog=catalog_url(location),
-        storage=location.data_path,
-        metadata_schema=METADATA_SCHEMA,
-    )
-    # The ducklake attach autoloads the extensions from DuckDB's extension directory:
-    # install them there from the wheels once per process.
-    install_extensions()
-    return dlt.destinations.ducklake(credentials=credentials, staging_dataset_name_layout=layout)
 
 
 def is_commit_conflict(exc: BaseException) -> bool:
@@ -424,7 +307,7 @@ def analyst_attach_sql(location: WarehouseLocation, alias: str = DEFAULT_ALIAS) 
         raise WarehouseLocationError(
             f"{location.display()} is a DuckDB file: analysts open its published copy"
         )
-    _require_identifier(alias)
+    require_identifier(alias)
     conninfo = _strip_secrets(location.conninfo or "")
     return "\n".join(
         (
@@ -506,13 +389,13 @@ def _first_line(exc: BaseException) -> str:
     return redact(lines[0] if lines else type(exc).__name__)
 
 
-def _require_identifier(name: str) -> None:
+def require_identifier(name: str) -> None:
+    """Raise :class:`WarehouseLocationError` unless `name` is a plain lowercase identifier."""
     if not _IDENTIFIER.fullmatch(name):
         raise WarehouseLocationError(f"{name!r} is not a plain lowercase identifier")
 
 
 __all__ = [
-    "LakePipelineParts",
     "analyst_attach_sql",
     "catalog_url",
     "check_catalog",
@@ -524,7 +407,6 @@ __all__ = [
     "initialise_retrying",
     "install_extensions",
     "is_commit_conflict",
-    "lake_pipeline_parts",
     "load_retrying",
-    "namespace_slug",
+    "require_identifier",
 ]

@@ -1,7 +1,8 @@
 """SQL text for statements that take no bound parameters (DuckDB's ``ATTACH``,
 ``COPY ... TO``, ``COMMENT ON``, catalog queries kept free of parameters) and for
-names that come from data (tables, columns, catalogs); and :func:`transaction`, the one
-way a block of statements commits whole or not at all."""
+names that come from data (tables, columns, catalogs); :func:`table_names`, what a
+connection's catalog holds; and :func:`transaction`, the one way a block of statements
+commits whole or not at all."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["sql_identifier", "sql_string", "transaction"]
+__all__ = ["sql_identifier", "sql_string", "table_names", "transaction"]
 
 
 def sql_string(text: str) -> str:
@@ -37,3 +38,13 @@ def transaction(con: Any) -> Iterator[None]:
         with contextlib.suppress(duckdb.Error):  # no transaction left to roll back
             con.execute("rollback")
         raise
+
+
+def table_names(con: Any) -> set[str]:
+    """Every table and view of an open DuckDB connection, as ``schema.name``."""
+    return {
+        f"{schema}.{name}"
+        for schema, name in con.execute(
+            "select table_schema, table_name from information_schema.tables"
+        ).fetchall()
+    }

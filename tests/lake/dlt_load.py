@@ -1,5 +1,5 @@
 """One namespace's dlt run into a lake, as a worker process would do it: the pipeline
-comes from `diligence.warehouse.lake.lake_pipeline_parts`. Importable by spawned processes."""
+comes from `diligence.warehouse.lake_pipeline.lake_pipeline_parts`. Importable by spawned processes."""
 
 from __future__ import annotations
 
@@ -52,10 +52,10 @@ def load_namespace(
 def _load(location: Any, namespace: str, pipelines_root: str, changed: int, con: Any) -> int:
     import dlt
 
-    from diligence.warehouse import lake
+    from diligence.warehouse import lake, lake_pipeline
     from diligence.warehouse.sql import transaction
 
-    parts = lake.lake_pipeline_parts(
+    parts = lake_pipeline.lake_pipeline_parts(
         location, namespace, pipelines_root=Path(pipelines_root), connection=con
     )
 

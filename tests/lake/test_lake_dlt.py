@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from diligence.warehouse import lake
+from diligence.warehouse import lake, lake_pipeline
 from diligence.warehouse.location import WarehouseLocation
 
 from .dlt_load import ROWS_PER_NAMESPACE, company_rows, load_namespace
@@ -38,12 +38,12 @@ THROUGH = pytest.mark.parametrize("through_connection", [False, True], ids=["duc
 def test_a_pipeline_loads_into_the_lake(
     lake_location: WarehouseLocation, tmp_path: Path, through_connection: bool
 ) -> None:
-    parts = lake.lake_pipeline_parts(lake_location, "ns-a", pipelines_root=tmp_path / "p")
-    assert parts.pipeline_name == f"company_connections_{lake.namespace_slug('ns-a')}"
-    assert parts.pipelines_dir == (tmp_path / "p" / lake.namespace_slug("ns-a")).resolve()
+    parts = lake_pipeline.lake_pipeline_parts(lake_location, "ns-a", pipelines_root=tmp_path / "p")
+    assert parts.pipeline_name == f"company_connections_{lake_pipeline.namespace_slug('ns-a')}"
+    assert parts.pipelines_dir == (tmp_path / "p" / lake_pipeline.namespace_slug("ns-a")).resolve()
     assert parts.pipelines_dir.stat().st_mode & 0o777 == 0o700
-    assert parts.staging_dataset_name_layout == f"%s_staging_{lake.namespace_slug('ns-a')}"
-    assert "ns-a" not in lake.lake_pipeline_parts(
+    assert parts.staging_dataset_name_layout == f"%s_staging_{lake_pipeline.namespace_slug('ns-a')}"
+    assert "ns-a" not in lake_pipeline.lake_pipeline_parts(
         lake_location, "ns-b", pipelines_root=tmp_path / "p"
     ).staging_dataset_name_layout
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from diligence.errors import WarehouseLocationError, redact
-from diligence.warehouse import lake
+from diligence.warehouse import lake, lake_pipeline
 from diligence.warehouse.location import parse_location
 from tests.processes import free_port
 
@@ -133,7 +133,7 @@ def test_analyst_lines_are_read_only_and_hold_no_password(tmp_path: Path) -> Non
 
 
 def test_namespaces_get_distinct_slugs() -> None:
-    slugs = {lake.namespace_slug(n) for n in ("ns-1", "ns_1", "NS-1", "ns 1")}
+    slugs = {lake_pipeline.namespace_slug(n) for n in ("ns-1", "ns_1", "NS-1", "ns 1")}
     assert len(slugs) == 4
     assert all(s.replace("_", "").isalnum() and s.islower() for s in slugs)
 
