@@ -41,7 +41,6 @@ __all__ = [
     "DEFAULT_EXPIRING_WITHIN_DAYS",
     "DEFAULT_CRON",
     "DEFAULT_TIMEZONE",
-    "EXPORT_FORMATS",
     "FILE_MODES",
     "configured_expiring_within_days",
     "configured",
@@ -64,7 +63,6 @@ DEFAULT_REPORTS_DIR = Path("reports")
 DEFAULT_EXPIRING_WITHIN_DAYS = 30
 DEFAULT_CRON = "0 6 * * *"
 DEFAULT_TIMEZONE = "UTC"
-EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet")
 #: Who may read the confidential files: the owner only (default), or the group too.
 FILE_MODES: tuple[str, ...] = ("owner", "group")
 FILE_MODE_ENV = "DILIGENCE_FILE_MODE"
@@ -84,7 +82,8 @@ def configured_expiring_within_days() -> int | None:
 
 
 def expiring_within_days(value: int | None = None) -> int:
-    """Days ahead that count as 'expiring': `value`, else config, else 30."""
+    """Days ahead that count as 'expiring': `value`, else config, else 30. Asked once per
+    build, by :func:`diligence.steps.analytics_step`; every other caller passes None on."""
     if value is not None:
         return int(value)
     configured = configured_expiring_within_days()

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from .analytics import AnalyticsResult
     from .documents import DownloadSummary
-    from .report.export import ExportedFile
+    from .report.export import ExportedFile, Format
     from .report.page import ReportResult
     from .sync import NamespaceOutcome, SyncResult
 
@@ -111,6 +111,10 @@ def analytics_step(
 ) -> AnalyticsResult:
     """Build the models, run the checks, publish the analysts' copy if they pass.
 
+    `expiring_within_days` None means as configured: this is where the window is
+    resolved (:func:`diligence.config.expiring_within_days`), once, for the CLI, the demo
+    and the flows alike; they pass None unless the user gave a number.
+
     Refused (:class:`~diligence.errors.WarehouseNotReadyError`, one line naming each
     namespace) while a namespace's last sync attempt ended before it was committed: the
     models would publish it as if that attempt had not happened. Rerunning the sync
@@ -136,7 +140,7 @@ def analytics_step(
 
 
 def export_step(
-    warehouse: Warehouse, out_dir: Path, formats: Sequence[str], *, csv_raw: bool = False
+    warehouse: Warehouse, out_dir: Path, formats: Sequence[Format | str], *, csv_raw: bool = False
 ) -> list[ExportedFile]:
     """Write every report in every format (each once) into `out_dir`; CSV text cells
     keep the formula guard unless `csv_raw` (or `export.csv_raw` in config) says not to."""
@@ -145,7 +149,7 @@ def export_step(
     exported: list[ExportedFile] = []
     with warehouse.session(read_only=not warehouse.locked, memory_limit=None) as con:
         for fmt in dict.fromkeys(formats):
-            exported += export_reports(  # type: ignore[arg-type]
+            exported += export_reports(
                 con, out_dir, fmt, label=warehouse.display(), csv_raw=configured_csv_raw(csv_raw)
             )
     return exported
@@ -194,7 +198,7 @@ def run_pipeline(
     expiring_within_days: int | None = None,
     as_of: datetime | None = None,
     export_to: Path | None = None,
-    export_formats: Sequence[str] = (),
+    export_formats: Sequence[Format | str] = (),
     report_to: Path | None = None,
     wait_seconds: float = 0.0,
     resources: Sequence[str] | None = None,

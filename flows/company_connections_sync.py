@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 from uuid import UUID
 
 from prefect import flow, get_run_logger, task
@@ -55,7 +55,6 @@ FLOW_NAME = "company-connections-sync"
 SUMMARY_ARTIFACT_KEY = "company-connections-sync-summary"
 DOCUMENTS_ARTIFACT_KEY = "documents-expired-or-expiring"
 DBT_BUILD_ARTIFACT_KEY = "dbt-build"
-EXPORT_FORMATS: tuple[str, ...] = get_args(Format)
 #: Seconds a step waits for another writer of the warehouse (a CLI sync, an open session).
 LOCK_WAIT_SECONDS = 120.0
 #: Seconds before each further attempt at the namespaces that failed.
@@ -310,11 +309,12 @@ def publish_document_expiry(warehouse: str | None, expiring_within_days: int) ->
 
 # -- helpers of the flow ---------------------------------------------------------------
 def check_export_formats(export_formats: list[str]) -> None:
-    """Reject an unknown format before anything runs (the parameter is a plain list)."""
-    unknown = sorted(set(export_formats) - set(EXPORT_FORMATS))
+    """Reject an unknown format before anything runs (the parameter is a plain list of
+    :class:`~diligence.report.export.Format` values)."""
+    unknown = sorted(set(export_formats) - {known.value for known in Format})
     if unknown:
         raise ValueError(
-            f"unknown export format(s) {', '.join(unknown)}; expected {' or '.join(EXPORT_FORMATS)}"
+            f"unknown export format(s) {', '.join(unknown)}; expected {' or '.join(Format)}"
         )
 
 
@@ -392,7 +392,7 @@ def raise_for_failures(outcomes: list[NamespaceOutcome], checks: list[CheckResul
 def company_connections_sync(
     namespaces: list[str] | None = None,
     expiring_within_days: int | None = None,
-    export_formats: list[str] = ["csv", "parquet"],  # noqa: B006 - Prefect parameter default
+    export_formats: list[str] = [fmt.value for fmt in Format],  # noqa: B006 - Prefect parameter default
     reports_dir: str = str(DEFAULT_REPORTS_DIR),
     warehouse: str | None = None,
     base_url: str | None = None,
@@ -407,8 +407,10 @@ def company_connections_sync(
         namespaces: company IDs to sync; default dlt config `namespaces`, else every
             `companyId` of user-info (and every namespace synced before).
         expiring_within_days: documents expiring within this many days are `expiring`;
-            default dlt config `expiring_within_days`, else 30.
-        export_formats: report formats to write (`csv`, `parquet`).
+            None: as configured, resolved by the build
+            (:func:`diligence.config.expiring_within_days`).
+        export_formats: report formats to write (:class:`~diligence.report.export.Format`:
+            `csv`, `parquet`; default both).
         reports_dir: folder that receives one dated sub-folder per run.
         warehouse: the DuckDB file (or a DuckLake URI); default config `[warehouse]
             location` or env DILIGENCE_WAREHOUSE, else data/warehouse.duckdb, as for the

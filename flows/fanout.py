@@ -11,7 +11,7 @@
       models, checks, exports, HTML report, summary: once (the single writer of analytics)
 
 Each namespace's run writes the lake through its own dlt pipeline (own name, pipelines
-dir and staging dataset, see :mod:`diligence.warehouse.lake`), so runs on many workers at once
+dir and staging dataset, see :mod:`diligence.warehouse.lake_pipeline`), so runs on many workers at once
 lose and duplicate nothing; transient DuckLake commit conflicts are retried. For the
 DuckDB file warehouse (one writer), the single-process flow
 :mod:`flows.company_connections_sync` stays the default deployment.
@@ -30,6 +30,7 @@ from prefect.deployments import run_deployment
 
 from diligence.config import DEFAULT_REPORTS_DIR
 from diligence.errors import NamespaceSyncError
+from diligence.report.export import Format
 from diligence.steps import analytics_step, export_step, report_step, sync_step
 from diligence.sync import NamespaceOutcome
 from diligence.warehouse import Warehouse, open_warehouse
@@ -171,7 +172,7 @@ def company_connections_fanout(
     data_path: str | None = None,
     namespaces: list[str] | None = None,
     expiring_within_days: int | None = None,
-    export_formats: list[str] = ["csv", "parquet"],  # noqa: B006 - Prefect parameter default
+    export_formats: list[str] = [fmt.value for fmt in Format],  # noqa: B006 - Prefect parameter default
     reports_dir: str = str(DEFAULT_REPORTS_DIR),
     base_url: str | None = None,
     pipelines_dir: str | None = None,
@@ -189,7 +190,8 @@ def company_connections_fanout(
             default config `[warehouse] data_path` or env DILIGENCE_DATA_PATH.
         namespaces: company IDs; default dlt config `namespaces`, else user-info's
             companies plus every namespace synced before (lost access fails loudly).
-        expiring_within_days: default dlt config `expiring_within_days`, else 30.
+        expiring_within_days: None: as configured, resolved by the build
+            (:func:`diligence.config.expiring_within_days`).
         pipelines_dir: dlt's working folders (default beside the data folder).
         namespace_deployment: ``flow/deployment`` run once per namespace.
         restart: the namespace runs discard what interrupted runs left to resume.

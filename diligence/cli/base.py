@@ -2,8 +2,10 @@
 the consoles, the warehouse options, exit codes, and :func:`handle_errors`, which turns
 expected failures into one line on stderr and an exit code.
 
-The commands live in :mod:`diligence.cli` (sync, models, export, status, ...) and
-:mod:`diligence.cli.evidence` (verify, evidence, replay); both register on :data:`app`.
+The commands live in the ``commands_*`` modules of :mod:`diligence.cli` (sync, models,
+export, status, ...), :mod:`diligence.cli.changes` and :mod:`diligence.cli.evidence`
+(verify, evidence, replay); each registers on :data:`app` when :mod:`diligence.cli`
+imports it.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import typer
 from rich.markup import escape
 
 from ..config import DEMO_WAREHOUSE
-from ..config import expiring_within_days as configured_expiry
 from ..errors import (
     CommandError,
     DiligenceError,
@@ -212,10 +213,6 @@ def main(
     _state["debug"] = debug
     _state["verbosity"] = -1 if quiet else 1 if verbose else 0
     bound_process_memory()  # before any thread exists
-
-
-def _expiring_default() -> int:
-    return configured_expiry()
 
 
 #: an --as-of this close to now counts as now (clock skew, "now" typed by a script)

@@ -10,8 +10,9 @@ from rich.console import Console
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 from ..analytics.checks import format_failures
-from ..config import DEMO_WAREHOUSE, EXPORT_FORMATS
+from ..config import DEMO_WAREHOUSE
 from ..errors import SyncError
+from ..report.export import Format
 from ..steps import run_pipeline
 from ..sync import source_settings
 from ..warehouse import Warehouse
@@ -62,7 +63,7 @@ def run_demo(
                 progress=progress,
                 on_synced=lambda _: progress.stop(),
                 export_to=out_dir,
-                export_formats=EXPORT_FORMATS,
+                export_formats=tuple(Format),
                 report_to=out_dir / "report.html",
             )
     result, analytics, files, report = done.sync, done.analytics, done.exported, done.report

@@ -24,16 +24,25 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
-from typing import Literal
-
-import duckdb
+from typing import TYPE_CHECKING
 
 from ..errors import WarehouseNotReadyError
 from ..warehouse.filemodes import make_dirs, protect
 from ..warehouse.sql import sql_identifier, sql_string
 
-Format = Literal["csv", "parquet"]
+if TYPE_CHECKING:  # the session's type only: the CLI reads Format without loading DuckDB
+    import duckdb
+
+
+class Format(StrEnum):
+    """The export formats, the one list of them: the CLI's `--format`, the flows'
+    `export_formats` and the demo ask it. A member is its file extension."""
+
+    csv = "csv"
+    parquet = "parquet"
+
 
 #: Characters that make a spreadsheet read a cell as a formula (OWASP CSV injection).
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -65,7 +74,7 @@ class ExportedFile:
 def export_reports(
     con: duckdb.DuckDBPyConnection,
     out_dir: Path,
-    fmt: Format,
+    fmt: Format | str,
     *,
     label: str | None = None,
     csv_raw: bool = False,
@@ -74,8 +83,11 @@ def export_reports(
     `con` is the step's open session of the warehouse (``Warehouse.session``), which the
     caller closes; `label` names its warehouse in errors. `csv_raw` writes CSV text cells
     without the formula guard (for machine consumers)."""
-    if fmt not in ("csv", "parquet"):
-        raise ValueError(f"unknown export format {fmt!r}; expected 'csv' or 'parquet'")
+    try:
+        fmt = Format(fmt)
+    except ValueError:
+        expected = " or ".join(repr(known.value) for known in Format)
+        raise ValueError(f"unknown export format {fmt!r}; expected {expected}") from None
     command = f"diligence models --warehouse {label}" if label else "diligence models"
     return _export_all(con, Path(out_dir), fmt, command, csv_raw)
 
@@ -121,7 +133,7 @@ def _export_one(
     query = f"select {select_list} from analytics.{report} order by {', '.join(order_by)}"
     options = (
         "format csv, header true, delimiter ','"
-        if fmt == "csv"
+        if fmt == Format.csv
         else ("format parquet, compression zstd")
     )
     tmp_path = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
@@ -137,10 +149,10 @@ def _export_one(
 
 def _select_expression(name: str, data_type: str, fmt: Format, csv_raw: bool = False) -> str:
     column = sql_identifier(name)
-    if fmt == "csv" and data_type.endswith("[]"):
+    if fmt == Format.csv and data_type.endswith("[]"):
         # JSON array text: begins with `[`, never a formula trigger
         return f"cast(to_json({column}) as varchar) as {column}"
-    if fmt == "csv" and not csv_raw and data_type == "VARCHAR":
+    if fmt == Format.csv and not csv_raw and data_type == "VARCHAR":
         triggers = sql_string("".join(FORMULA_TRIGGERS))
         return (
             f"case when {column} <> '' and contains({triggers}, left({column}, 1)) "

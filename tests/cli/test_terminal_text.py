@@ -104,14 +104,14 @@ def test_digest_lines_escape_upstream_names() -> None:
 def test_sync_summary_lines_escape_upstream_namespaces(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from types import SimpleNamespace
 
-    from diligence import cli
+    from diligence.cli import output
 
     console, buffer = _console()
-    monkeypatch.setattr(cli, "out", console)
+    monkeypatch.setattr(output, "out", console)
     outcome = SimpleNamespace(namespace_company_id=HOSTILE, status="success", requests=1, rows=2,
                               issues=0, duration_seconds=0.1, requests_kept=0, kept_since=None)
-    cli._print_sync(SimpleNamespace(namespaces=[outcome], failed=[], resources=None,
-                                    warehouse="w.duckdb", seconds=0.2))
+    output.print_sync(SimpleNamespace(namespaces=[outcome], failed=[], resources=None,
+                                      warehouse="w.duckdb", seconds=0.2))
     shown = buffer.getvalue()
     assert "\x1b]8;;http://evil.test" not in shown
     assert "[link=http://evil.test]x[/link]" in shown
