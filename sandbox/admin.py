@@ -7,20 +7,33 @@
 - ``POST /_sandbox/answers``: ``{company_id, company_type_id, field_id, information}``;
   ``information: null`` removes the answer. Every namespace reading that
   company's questionnaire sees the change.
-- ``POST /_sandbox/documents``: ``{document_id, set?: {...}, unset?: [keys], delete?: bool}``;
-  ``{add: {company_id, company_type_id, document: {...}}}`` adds one (answers it, its
-  ``id`` generated when missing).
-- ``POST /_sandbox/connections``: ``{namespace, company_id, remove: true}`` ends a
-  connection; ``{namespace, company_id, received?: [types], given?: [types]}`` makes the
-  company a connection with those reading rights, or replaces a connection's rights.
-- ``POST /_sandbox/templates``: ``{company_type_id, add_field: {id, type, label,
-  options?}, form_id?}`` adds a field (to the first form by default) of the type's
-  template and every questionnaire of it; ``{company_type_id, remove_field: id}``
-  removes one, answers included.
-- ``POST /_sandbox/keys``: ``{endpoint, key, value}``: every object of `endpoint`
-  (company, connections, connection, questionnaire, template, documents) carries the
-  extra top-level key from now on; ``{endpoint, key, remove: true}`` stops it. Answers
-  the extra keys per endpoint.
+- ``POST /_sandbox/documents``: ``{document_id, set?: {...}, unset?: [keys], delete?: bool}``
+  changes or deletes a document;
+  ``{"add": {"company_id": C, "company_type_id": T, "document": {...}?}}`` adds one at the
+  end of (C, T)'s list (endpoint 10) and answers it: its ``id`` is generated when missing,
+  and the properties a generated document has get defaults (see
+  :meth:`~sandbox.data.World.add_document`); endpoint 11 serves its file.
+- ``POST /_sandbox/connections`` (:meth:`~sandbox.data.World.connect`,
+  :meth:`~sandbox.data.World.remove_connection`):
+  ``{"namespace": NS, "company_id": C, "remove": true}`` ends a connection and answers
+  ``{"removed": C}``; ``{"namespace": NS, "company_id": C, "received": [types]?,
+  "given": [types]?}`` makes C (any company but NS) a connection of NS with those reading
+  rights (``received``: the types NS reads of C), or replaces the rights of a connection
+  (a list left out is kept). Answers ``{"connection": <endpoint 6 body>}``.
+- ``POST /_sandbox/templates`` (:meth:`~sandbox.data.World.add_template_field`,
+  :meth:`~sandbox.data.World.remove_template_field`):
+  ``{"company_type_id": T, "add_field": {"id": F, "type": "Input", "label": "...",
+  "options": [{id, value}]?}, "form_id": FORM?}`` adds a field at the end of a form (the
+  first by default) of T's template and of every questionnaire of T, unanswered (400 if
+  any template has a field F already); ``{"company_type_id": T, "remove_field": F}``
+  removes one, answers included. Answers the template (endpoint 8 body).
+- ``POST /_sandbox/keys`` (:meth:`~sandbox.data.World.send_key`):
+  ``{"endpoint": E, "key": K, "value": V}``: every object of E (``company``: endpoint 4
+  body, ``connections``: each entry of 5, ``connection``: 6 body, ``questionnaire``: 7
+  body, ``template``: 8 body, ``documents``: each document of 10) carries the extra
+  top-level key K from now on (400 for a key E sends natively);
+  ``{"endpoint": E, "key": K, "remove": true}`` stops it. Answers the extra keys per
+  endpoint, ``{E: {K: V}}``; ``GET /_sandbox/keys`` reads them.
 - ``POST /_sandbox/revoke-namespace``: ``{company_id}``; the user loses that company.
 - ``POST /_sandbox/invalidate-tokens``: revoke every token issued so far.
 - ``GET /_sandbox/stats``: request counters; ``POST /_sandbox/stats/reset`` zeroes them.
@@ -83,6 +96,8 @@ async def handle_admin(app: SandboxApp, scope: Scope, receive: Receive) -> Resul
             return _ok(app.stats.to_dict())
         if name == "settings":
             return _ok(_settings(app))
+        if name == "keys":
+            return _ok(app.world.sent_keys())
         return _fail(404, "Unknown admin route")
     if method != "POST":
         return _fail(405, "Method not allowed")
@@ -129,11 +144,10 @@ def _post(app: SandboxApp, name: str, body: dict[str, Any]) -> Result:
         if not isinstance(add, dict):
             raise ValueError("add must be an object")
         company_id, type_id = _require(add, "company_id", "company_type_id")
-        return _ok(world.add_document(company_id, type_id, add.get("document") or {}))
+        document = add.get("document")
+        return _ok(world.add_document(company_id, type_id, {} if document is None else document))
     if name == "connections":
         ns_id, company_id = _require(body, "namespace", "company_id")
-        if world.namespace(ns_id) is None:
-            raise KeyError(f"{ns_id} is not one of the user's companies")
         if body.get("remove"):
             world.remove_connection(ns_id, company_id)
             return _ok({"removed": company_id})
@@ -141,16 +155,19 @@ def _post(app: SandboxApp, name: str, body: dict[str, Any]) -> Result:
         return _ok({"connection": world.connection_detail(ns_id, conn.company_id)})
     if name == "templates":
         (type_id,) = _require(body, "company_type_id")
+        if ("add_field" in body) == ("remove_field" in body):
+            raise ValueError("give either add_field or remove_field")
         if "add_field" in body:
             world.add_template_field(type_id, body["add_field"], body.get("form_id"))
-        elif "remove_field" in body:
-            world.remove_template_field(type_id, body["remove_field"])
         else:
-            raise ValueError("give add_field or remove_field")
+            world.remove_template_field(type_id, body["remove_field"])
         return _ok(world.template(type_id))
     if name == "keys":
         endpoint, key = _require(body, "endpoint", "key")
-        return _ok(world.send_key(endpoint, key, body.get("value"), remove=bool(body.get("remove"))))
+        if body.get("remove"):
+            return _ok(world.send_key(endpoint, key, remove=True))
+        (value,) = _require(body, "value")
+        return _ok(world.send_key(endpoint, key, value))
     if name == "documents":
         (document_id,) = _require(body, "document_id")
         if body.get("delete"):

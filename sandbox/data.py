@@ -8,9 +8,12 @@ memoised, so a company's answers are its own and identical whichever namespace
 reads them.
 
 The world is mutable through a few methods (:meth:`World.set_answer`,
-:meth:`World.update_document`, :meth:`World.delete_document`,
-:meth:`World.revoke_namespace`); each bumps :attr:`World.generation`, which the
-HTTP app watches to drop its cached response bytes.
+:meth:`World.update_document`, :meth:`World.add_document`,
+:meth:`World.delete_document`, :meth:`World.revoke_namespace`,
+:meth:`World.connect`, :meth:`World.remove_connection`,
+:meth:`World.add_template_field`, :meth:`World.remove_template_field`,
+:meth:`World.send_key`); each bumps :attr:`World.generation`, which the
+HTTP app watches to drop its cached response bytes, and takes the world's lock.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import enum
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from sandbox import generate as gen
@@ -101,6 +104,15 @@ EXTRA_KEY_ENDPOINTS: dict[str, tuple[str, ...]] = {
     "template": ("questionnaires",),
     "documents": ("id", "name", "category", "type", "issueDate", "expirationDate"),
 }
+#: further keys each endpoint sends natively in a ``drift`` world
+DRIFT_KEYS: dict[str, tuple[str, ...]] = {
+    "company": ("website", "foundedYear", "tags"),
+    "connections": ("status",),
+    "connection": ("connectedSince",),
+    "documents": ("sizeBytes", "mimeType"),
+}
+#: characters a document id added through :meth:`World.add_document` may use (a URL path segment)
+_DOCUMENT_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
 _ANSWER_CACHE_SIZE = 4096
 
 
@@ -131,6 +143,8 @@ class World:
         self._generated_templates = dict(self.templates)
         #: endpoint -> extra top-level keys sent on each of its objects (see :meth:`send_key`)
         self.extra_keys: dict[str, dict[str, Any]] = {}
+        #: field ids added by `add_template_field`: the generated answers never fill them
+        self._added_fields: set[str] = set()
         self._field_type: dict[str, str] = {}
         self._field_spec: dict[str, gen.FieldSpec] = {}
         for tid, template in self.templates.items():
@@ -269,8 +283,11 @@ class World:
         answers = gen.make_answers(self.seed, self.companies[company_id],
                                    self._generated_templates[type_id], self.today)
         fields = {spec.id for spec in self.templates[type_id].fields}
-        answers = {fid: info for fid, info in answers.items() if fid in fields}
+        added = self._added_fields
+        answers = {fid: info for fid, info in answers.items() if fid in fields and fid not in added}
         for fid, info in self._overrides.get(key, {}).items():
+            if fid not in fields:
+                continue
             if info is _UNANSWERED:
                 answers.pop(fid, None)
             else:
@@ -392,29 +409,76 @@ class World:
         return doc
 
     def add_document(self, company_id: str, type_id: str, document: dict[str, Any]) -> dict[str, Any]:
-        """Add a document to (company, type)'s list; a missing id is generated, missing
-        properties get a generated document's defaults. Returns the document."""
+        """Add a document at the end of (company, type)'s list (endpoint 10) and return it.
+
+        ``document`` holds the document's properties. A missing ``id`` is generated
+        (UUID-shaped, unique); the properties a generated document carries get defaults
+        when missing: ``name``, ``category`` and ``type`` of a document kind of the
+        vocabulary, ``issueDate`` today 09:00, ``expirationDate`` a year later and, in a
+        ``drift`` world, ``mimeType`` (from the name's extension) and ``sizeBytes`` (the
+        size of the file endpoint 11 serves for it). Unknown company or type: KeyError;
+        an id in use or not a plain URL path segment, or a name that is not a string:
+        ValueError.
+        """
         if company_id not in self.companies:
             raise KeyError(f"unknown company {company_id}")
         if type_id not in self.templates:
             raise KeyError(f"unknown company type {type_id}")
         if not isinstance(document, dict):
             raise ValueError("document must be an object")
+        given_id = document.get("id")
+        if given_id is not None and (not isinstance(given_id, str) or not given_id
+                                     or not set(given_id) <= _DOCUMENT_ID_CHARS):
+            raise ValueError("document id must be a non-empty string of letters, digits and -_.~")
+        if "name" in document and not isinstance(document["name"], str):
+            raise ValueError("document name must be a string")
         with self._lock:
             docs = self.documents(company_id, type_id)
-            doc_id = str(document.get("id") or f"doc-added-{self.generation}-{len(self._doc_owner)}")
-            if self.document(doc_id) is not None:
-                raise ValueError(f"document {doc_id} exists already")
-            doc = {"id": doc_id, "name": f"{doc_id}.pdf", "category": "Certificate", "type": "Other",
-                   "issueDate": f"{self.today:%Y-%m-%d}T09:00:00", "expirationDate": None,
-                   **{k: v for k, v in document.items() if k != "id"}}
+            if given_id is not None:
+                if self.document(given_id) is not None:
+                    raise ValueError(f"document {given_id} exists already")
+                doc_id = given_id
+            else:
+                attempt = 0
+                while True:
+                    doc_id = gen.uuid_like(self.seed, "added-document", company_id, type_id,
+                                           self.generation, attempt)
+                    if self.document(doc_id) is None:
+                        break
+                    attempt += 1
+            kinds = vocab.DOCUMENT_KINDS
+            category, doc_type, stem, ext = kinds[gen.h64(self.seed, "added-document", doc_id) % len(kinds)]
+            issued = datetime.combine(self.today, time(9))
+            doc: dict[str, Any] = {
+                "id": doc_id,
+                "name": f"{stem}_{self.today.year}.{ext}",
+                "category": category,
+                "type": doc_type,
+                "issueDate": gen.timestamp(issued),
+                "expirationDate": gen.timestamp(issued + timedelta(days=365)),
+                **{k: v for k, v in document.items() if k != "id"},
+            }
             if self.drift:
-                doc.setdefault("sizeBytes", 120_000)
-                doc.setdefault("mimeType", "application/pdf")
+                pdf = str(doc["name"]).endswith(".pdf")
+                doc.setdefault("mimeType", "application/pdf" if pdf else "application/octet-stream")
+                if "sizeBytes" not in doc:
+                    doc["sizeBytes"] = self._file_size(company_id, doc)
             docs.append(doc)
             self._doc_owner[doc_id] = (company_id, type_id)
             self.generation += 1
             return doc
+
+    def _file_size(self, company_id: str, doc: dict[str, Any]) -> int:
+        """The size of the file of ``doc`` once it carries that very size as ``sizeBytes``
+        (the file embeds every property, so the size is found by iterating)."""
+        owner = str(self.companies[company_id]["name"])
+        size = 0
+        for _ in range(8):
+            found = len(gen.render_file({**doc, "sizeBytes": size}, owner))
+            if found == size:
+                break
+            size = found
+        return size
 
     def delete_document(self, document_id: str) -> None:
         """Remove a document from its company's list."""
@@ -438,9 +502,10 @@ class World:
 
     def remove_connection(self, ns_id: str, company_id: str) -> None:
         """The namespace is no longer connected to ``company_id``: it leaves the
-        connections list, and its details and data answer 404 there."""
+        connections list, and its details and data answer 404 there. Unknown
+        namespace or not a connection: KeyError."""
         with self._lock:
-            ns = self._namespaces[ns_id]
+            ns = self._member(ns_id)
             conn = ns.by_id.pop(company_id, None)
             if conn is None:
                 raise KeyError(f"{company_id} is not a connection of {ns_id}")
@@ -450,84 +515,149 @@ class World:
 
     def connect(self, ns_id: str, company_id: str, *, received: list[str] | None = None,
                 given: list[str] | None = None) -> Connection:
-        """Make ``company_id`` a connection of the namespace with these reading rights
-        (``received``: the types the namespace reads of it), or, for a connection
-        already there, replace the rights given (a list left out is kept)."""
-        for types in (received, given):
-            if types is not None and (not isinstance(types, list)
-                                      or any(t not in self.templates for t in types)):
-                raise ValueError("received and given must be lists of known company type ids")
+        """Make ``company_id`` a connection of the namespace, or change the rights of a
+        connection already there; returns the connection.
+
+        ``received`` are the company types the namespace reads of the company (its
+        questionnaires and documents of those types become readable, and their templates
+        too), ``given`` the types the company reads of the namespace; duplicates are
+        dropped, order is kept. A new connection is listed last (endpoint 5) and served
+        by endpoints 4, 6, 7, 10 and 11 like a generated one; a list left out is then
+        empty. For a connection already there a list left out is kept (a ghost stays a
+        ghost). Lists that are not of known company type ids: ValueError; a namespace
+        the user is not in, an unknown company, or the namespace itself: KeyError.
+        """
+        rights: list[list[str] | None] = []
+        for name, types in (("received", received), ("given", given)):
+            if types is not None and (not isinstance(types, list) or not all(
+                    isinstance(t, str) and t in self.templates for t in types)):
+                raise ValueError(f"{name} must be a list of known company type ids")
+            rights.append(None if types is None else list(dict.fromkeys(types)))
+        new_received, new_given = rights
+        if not isinstance(company_id, str):
+            raise ValueError("company_id must be a string")
         with self._lock:
-            ns = self._namespaces[ns_id]
+            ns = self._member(ns_id)
             if company_id not in self.companies or company_id == ns_id:
                 raise KeyError(f"{company_id} is not a company {ns_id} can connect to")
             conn = ns.by_id.get(company_id)
             if conn is None:
-                conn = Connection(company_id, list(given or []), list(received or []))
+                conn = Connection(company_id, new_given or [], new_received or [])
                 ns.connections.append(conn)
                 ns.by_id[company_id] = conn
             else:
-                conn.given = list(given) if given is not None else conn.given
-                conn.received = list(received) if received is not None else conn.received
+                conn.given = conn.given if new_given is None else new_given
+                conn.received = conn.received if new_received is None else new_received
             self._template_types.pop(ns_id, None)
-            self._doc_index_complete = False
+            self._doc_index_complete = False  # documents of the newly readable pairs
             self.generation += 1
             return conn
 
+    def _member(self, ns_id: str) -> Namespace:
+        """The namespace ``ns_id``; KeyError unless the user currently belongs to it
+        (ValueError if it is not a string)."""
+        if not isinstance(ns_id, str):
+            raise ValueError("namespace must be a company id")
+        ns = self.namespace(ns_id)
+        if ns is None:
+            raise KeyError(f"{ns_id} is not one of the user's companies")
+        return ns
+
     def add_template_field(self, type_id: str, spec: dict[str, Any], form_id: str | None = None) -> None:
-        """Add a field (``{id, type, label[, options]}``) at the end of a form of the
-        type's template (default its first): the template and every questionnaire of
-        the type show it, unanswered."""
-        field_id = spec.get("id") if isinstance(spec, dict) else None
-        if not isinstance(field_id, str) or not field_id or not isinstance(spec.get("type"), str):
-            raise ValueError("add_field needs at least a string id and type")
-        if field_id in self._field_type:
-            raise ValueError(f"field {field_id} exists already")
-        template = self.templates.get(type_id)
-        if template is None:
-            raise KeyError(f"unknown company type {type_id}")
-        forms = [dict(form, fields=list(form["fields"])) for form in template.forms]
-        target = next((form for form in forms if form_id is None or form["id"] == form_id), None)
-        if target is None:
-            raise KeyError(f"form {form_id} is not in the template of {type_id}")
+        """Add a field at the end of a form of the type's template (``form_id``, default
+        its first form): the template (endpoint 8) and every questionnaire of the type
+        (endpoint 7) show it, unanswered, and the truth counts it.
+
+        ``spec`` is ``{id, type, label?, options?}``: ``label`` defaults to ``""``;
+        ``options`` (a list of ``{id, value}``) defaults to ``[]`` for choice types and
+        is absent otherwise. An id used by any field of any template, or a malformed
+        spec: ValueError; unknown type or form: KeyError.
+        """
+        if not isinstance(spec, dict):
+            raise ValueError("add_field must be an object")
+        field_id, ftype, label = spec.get("id"), spec.get("type"), spec.get("label", "")
+        if not isinstance(field_id, str) or not field_id or not isinstance(ftype, str) or not ftype:
+            raise ValueError("add_field needs a string id and type")
+        if not isinstance(label, str):
+            raise ValueError("add_field label must be a string")
         options = spec.get("options")
-        field_spec = gen.FieldSpec(field_id, spec["type"], str(spec.get("label") or ""),
-                                   tuple(options) if options is not None else None, None)
-        target["fields"].append({k: v for k, v in spec.items() if k in ("id", "type", "label", "options")})
+        if options is None and ftype in gen.CHOICE_TYPES:
+            options = []
+        if options is not None and (not isinstance(options, list) or not all(
+                isinstance(o, dict) and isinstance(o.get("id"), str) and isinstance(o.get("value"), str)
+                for o in options)):
+            raise ValueError("add_field options must be a list of {id, value} strings")
+        if form_id is not None and not isinstance(form_id, str):
+            raise ValueError("form_id must be a string")
+        field: dict[str, Any] = {"id": field_id, "type": ftype, "label": label}
+        if options is not None:
+            field["options"] = [{"id": o["id"], "value": o["value"]} for o in options]
+        field_spec = gen.FieldSpec(field_id, ftype, label,
+                                   None if options is None else tuple(field["options"]), None)
         with self._lock:
-            self.templates[type_id] = replace(template, forms=tuple(forms),
-                                              fields=(*template.fields, field_spec))
+            template = self.templates.get(type_id)
+            if template is None:
+                raise KeyError(f"unknown company type {type_id}")
+            if field_id in self._field_type:
+                raise ValueError(f"field {field_id} exists already")
+            forms = [dict(form, fields=list(form["fields"])) for form in template.forms]
+            index = next((i for i, form in enumerate(forms) if form_id is None or form["id"] == form_id), None)
+            if index is None:
+                raise KeyError(f"form {form_id} is not in the template of {type_id}")
+            forms[index]["fields"].append(field)
+            # the spec goes after the form's last field, so `fields` keeps questionnaire order
+            before = sum(len(form["fields"]) for form in forms[:index + 1]) - 1
+            fields = (*template.fields[:before], field_spec, *template.fields[before:])
+            self.templates[type_id] = replace(template, forms=tuple(forms), fields=fields)
             self._field_type[field_id] = type_id
             self._field_spec[field_id] = field_spec
+            self._added_fields.add(field_id)
             self._forget_questionnaires(type_id)
 
     def remove_template_field(self, type_id: str, field_id: str) -> None:
-        """Remove a field from the type's template and every questionnaire of the type
-        (its answers are gone with it)."""
-        template = self.templates.get(type_id)
-        if template is None:
-            raise KeyError(f"unknown company type {type_id}")
-        if self._field_type.get(field_id) != type_id:
-            raise KeyError(f"field {field_id} is not part of company type {type_id}")
-        forms = tuple(dict(form, fields=[f for f in form["fields"] if f["id"] != field_id])
-                      for form in template.forms)
+        """Remove a field from the type's template (endpoint 8) and every questionnaire
+        of the type (endpoint 7); its answers are gone with it (endpoint 9 answers 404,
+        the truth no longer counts them) and do not come back if a field of that id is
+        added again. Unknown type, or a field not of that type: KeyError."""
         with self._lock:
+            template = self.templates.get(type_id)
+            if template is None:
+                raise KeyError(f"unknown company type {type_id}")
+            if self._field_type.get(field_id) != type_id:
+                raise KeyError(f"field {field_id} is not part of company type {type_id}")
+            forms = tuple(dict(form, fields=[f for f in form["fields"] if f["id"] != field_id])
+                          for form in template.forms)
             self.templates[type_id] = replace(template, forms=forms,
                                               fields=tuple(f for f in template.fields if f.id != field_id))
             del self._field_type[field_id]
             del self._field_spec[field_id]
+            for key, overrides in self._overrides.items():
+                if key[1] == type_id:
+                    overrides.pop(field_id, None)
             self._forget_questionnaires(type_id)
 
     def _forget_questionnaires(self, type_id: str) -> None:
+        """Drop the memoised answers and stats of every questionnaire of ``type_id``
+        and bump the generation (call with the lock held)."""
         for cache in (self._answers, self._stats):
             for key in [key for key in cache if key[1] == type_id]:
                 del cache[key]
         self.generation += 1
 
+    def native_keys(self, endpoint: str) -> tuple[str, ...]:
+        """Top-level keys ``endpoint`` (a key of :data:`EXTRA_KEY_ENDPOINTS`) sends natively
+        in this world (the drift keys included)."""
+        return EXTRA_KEY_ENDPOINTS[endpoint] + (DRIFT_KEYS.get(endpoint, ()) if self.drift else ())
+
     def send_key(self, endpoint: str, key: str, value: Any = None, *, remove: bool = False) -> dict[str, Any]:
-        """From now on every object of `endpoint` carries the top-level key (a key the
-        service starts sending), or no longer does (`remove`). Returns the extra keys
-        per endpoint."""
+        """From now on every object of ``endpoint`` carries the top-level ``key`` with
+        ``value`` (a key the service starts sending), or, with ``remove``, no longer does
+        (removing a key not sent changes nothing). Endpoints: ``company`` (4, the body),
+        ``connections`` (5, each entry), ``connection`` (6, the body), ``questionnaire``
+        (7) and ``template`` (8, the body's top level), ``documents`` (10, each document).
+        Unknown endpoint, a key that is not a non-empty string, or a key the endpoint
+        sends natively (:meth:`native_keys`): ValueError. Returns the extra keys per
+        endpoint (:meth:`sent_keys`)."""
         if endpoint not in EXTRA_KEY_ENDPOINTS:
             raise ValueError(f"endpoint must be one of {', '.join(EXTRA_KEY_ENDPOINTS)}")
         if not isinstance(key, str) or not key:
@@ -535,18 +665,27 @@ class World:
         with self._lock:
             extras = self.extra_keys.setdefault(endpoint, {})
             if remove:
-                extras.pop(key, None)
+                if key in extras:
+                    del extras[key]
+                    self.generation += 1
             else:
-                if key in EXTRA_KEY_ENDPOINTS[endpoint]:
+                if key in self.native_keys(endpoint):
                     raise ValueError(f"{endpoint} sends {key} already")
                 extras[key] = value
-            self.generation += 1
-            return {name: dict(keys) for name, keys in self.extra_keys.items() if keys}
+                self.generation += 1
+            return self.sent_keys()
+
+    def sent_keys(self) -> dict[str, dict[str, Any]]:
+        """Endpoint -> the extra keys (and values) it sends (:meth:`send_key`)."""
+        return {name: dict(keys) for name, keys in self.extra_keys.items() if keys}
 
     def with_keys(self, endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
-        """`body` with the extra keys of `endpoint` (itself when there are none)."""
+        """``body`` followed by the extra keys of ``endpoint`` that it does not carry
+        already (``body`` itself when there are none)."""
         extras = self.extra_keys.get(endpoint)
-        return {**body, **extras} if extras else body
+        if not extras:
+            return body
+        return {**body, **{k: v for k, v in extras.items() if k not in body}}
 
     def empty_namespace(self, ns_id: str) -> None:
         """The namespace keeps no connections and no company types of its own:
