@@ -3,7 +3,9 @@
 Every response allocates many short-lived objects; with the default gen-0 threshold
 (700) the collector rescans the young heap thousands of times per sync. While any
 client is open, the heap that existed at its start is frozen (out of the collector's
-scans) and generation 0 is collected less often (``GC_GEN0_THRESHOLD``).
+scans) and generation 0 is collected less often (``GC_GEN0_THRESHOLD``). Measured side
+by side (farm-bench, 5 pairs, `diligence sync --no-models` on `medium` at 40 ms per
+request, 2026-11-26): 12.10 s against 12.74 s without (wall 0.965, CPU 0.977).
 """
 
 from __future__ import annotations

@@ -109,10 +109,6 @@ DEFAULT_MAX_DOWNLOAD_BYTES = 2 * 1024 * 1024 * 1024
 # JSON nested deeper than this is refused (the service's bodies are at most ~6 deep).
 MAX_JSON_DEPTH = 64
 
-# While a fetch thread runs beside the caller's loads, the GIL is handed over at least
-# this often (seconds; Python's default is 5 ms), so a response that arrives while a load
-# runs Python code waits at most this long for the event loop.
-FETCH_SWITCH_INTERVAL = 0.001
-
-# The client raises the GC's generation-0 threshold to this while it is open.
+# The client raises the GC's generation-0 threshold to this while it is open (and freezes
+# the heap it found): medium at 40 ms, 12.10 s against 12.74 s without, 2026-11-26.
 GC_GEN0_THRESHOLD = 20_000

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import queue
 import shutil
-import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -26,7 +25,6 @@ from typing import Any, TypeVar
 
 import uvloop
 
-from . import settings as s
 from .config import SourceSettings
 from .evidence import EvidenceLog
 from .extract import extract_namespaces
@@ -156,11 +154,6 @@ class NamespaceStream:
         #: why the chain could not be followed when it was sealed (recorded in it)
         self.chain_break: str | None = None
         self._thread = threading.Thread(target=fetch.run, name="company-connections-fetch", daemon=True)
-        # The caller's loads are Python work that holds the GIL; the fetch thread gets it
-        # back within FETCH_SWITCH_INTERVAL (instead of 5 ms), so responses are not kept
-        # waiting behind a load. Restored on close.
-        self._switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch_interval, s.FETCH_SWITCH_INTERVAL))
         self._thread.start()
         # pyarrow's first conversion from Python objects imports pandas (~0.3 s of held
         # GIL): done here, in the caller's thread while login and user-info are on the
@@ -216,7 +209,6 @@ class NamespaceStream:
         if self._thread.is_alive():
             self._fetch.cancel()
             self._thread.join()
-        sys.setswitchinterval(self._switch_interval)
         evidence = self._fetch.evidence
         if evidence is not None:
             evidence.writer.close()

@@ -27,7 +27,6 @@ from diligence.warehouse import Warehouse, pipeline_for, pipelines_dir_of
 from pipelines.company_connections import resolve_settings, stream_namespaces
 from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.errors import RequestFailedError
-from pipelines.company_connections.settings import FETCH_SWITCH_INTERVAL
 from pipelines.company_connections.staging import NamespaceStage, read_batches
 from sandbox.server import SandboxServer
 from tests.helpers import CREDENTIALS, copy_warehouse, current_counts, query, sync
@@ -272,7 +271,6 @@ def test_namespaces_complete_one_after_another_under_a_shared_limit(
     it completes while the second has made only a small part of its requests, so the
     first one's load can overlap the second one's fetch."""
     from pipelines.company_connections import NamespaceSnapshot, resolve_settings, stream_namespaces
-    from tests.helpers import CREDENTIALS
 
     first, second = sandbox.world.namespaces[:2]
     settings = resolve_settings(
@@ -301,7 +299,6 @@ def test_connections_are_read_a_window_at_a_time(
     from pipelines.company_connections import NamespaceSnapshot, resolve_settings
     from pipelines.company_connections.extract import extract_namespaces
     from pipelines.company_connections.staging import read_batches
-    from tests.helpers import CREDENTIALS
 
     namespace = sandbox.world.namespaces[0]
     settings = resolve_settings(base_url=sandbox.base_url, max_concurrency=2, token_store_path=None, **CREDENTIALS)
@@ -388,15 +385,6 @@ def test_a_sync_opens_the_file_once_and_checkpoints_only_while_it_waits(
     assert current_counts(warehouse) == current_counts(synced_small)  # a clean sync's
 
 
-def test_the_fetch_gets_the_gil_back_quickly_while_it_runs(sandbox: SandboxServer, tmp_path: Path) -> None:
-    settings = resolve_settings(base_url=sandbox.base_url, token_store_path=None, **CREDENTIALS)
-    before = sys.getswitchinterval()
-    with stream_namespaces(settings, staging_dir=tmp_path / "staging") as stream:
-        assert sys.getswitchinterval() == min(before, FETCH_SWITCH_INTERVAL)
-        assert len(list(stream)) == len(sandbox.world.namespaces)
-    assert sys.getswitchinterval() == before
-
-
 def test_pyarrow_is_ready_before_the_fetch_converts_its_first_rows(tmp_path: Path) -> None:
     # pyarrow's first conversion of Python rows imports pandas (~0.3 s holding the GIL):
     # the stream does it in the caller's thread, not on the fetch's event loop
@@ -477,7 +465,7 @@ def test_a_stream_interrupted_while_it_starts_stops_its_fetch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Ctrl-C during the stream's own start-up: the caller never gets the stream to
-    # close, so the stream stops its fetch thread and restores the switch interval itself
+    # close, so the stream stops its fetch thread itself
     from pipelines.company_connections import stream
 
     def interrupted() -> None:
@@ -487,10 +475,8 @@ def test_a_stream_interrupted_while_it_starts_stops_its_fetch(
     settings = resolve_settings(
         base_url="http://127.0.0.1:9", email="a@b.c", password="x", token_store_path=None, max_attempts=1
     )
-    before = sys.getswitchinterval()
     with pytest.raises(KeyboardInterrupt):
         stream_namespaces(settings, staging_dir=tmp_path / "staging")
-    assert sys.getswitchinterval() == before
     assert not [t for t in threading.enumerate() if t.name == "company-connections-fetch" and t.is_alive()]
 
 
