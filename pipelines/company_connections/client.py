@@ -94,7 +94,6 @@ from .models import (
     ConnectionEntry,
     Document,
     DocumentUrl,
-    FieldInformation,
     Questionnaire,
     UserInfo,
     adapter,
@@ -321,12 +320,6 @@ class ServiceClient:
         """Endpoint 8: the questionnaire of a company type, without answers."""
         path = s.TEMPLATE_PATH.format(company_type_id=segment(company_type_id))
         return await self._get(path, namespace, lambda r: Questionnaire.from_body(parse_json(r)), kept=True)
-
-    async def field_information(self, namespace: str, company_id: str, field_id: str) -> FieldInformation:
-        """Endpoint 9: the answer of one field."""
-        path = s.FIELD_INFORMATION_PATH.format(company_id=segment(company_id),
-                                               field_id=segment(field_id))
-        return await self._get(path, namespace, lambda r: FieldInformation.model_validate(parse_json(r)))
 
     async def documents(self, namespace: str, company_id: str, company_type_id: str) -> list[Document]:
         """Endpoint 10: a company's documents under a company type (all pages)."""

@@ -28,7 +28,6 @@ __all__ = [
     "ConnectionEntry",
     "Document",
     "DocumentUrl",
-    "FieldInformation",
     "Form",
     "FormField",
     "Option",
@@ -223,12 +222,6 @@ class Questionnaire(_Model):
         if not all(type(form) is dict for form in forms):
             raise TypeError("a form of 'questionnaires.forms' is not an object")
         return cls.model_construct(raw_forms=forms, raw_body=body)
-
-
-class FieldInformation(_Model):
-    """Response of endpoint 9: the answer of one field (None when unanswered)."""
-
-    information: Annotated[dict[str, Any] | None, BeforeValidator(_as_answer)] = None
 
 
 class Document(_Model):

@@ -15,7 +15,6 @@ CONNECTIONS_PATH = "/api/companies/connections"  # 5  (list)
 CONNECTION_PATH = "/api/companies/connections/{company_id}"  # 6
 QUESTIONNAIRE_PATH = "/api/companies/{company_id}/type/{company_type_id}/questionnaires"  # 7
 TEMPLATE_PATH = "/api/company-type/{company_type_id}/questionnaires"  # 8
-FIELD_INFORMATION_PATH = "/api/companies/{company_id}/field/{field_id}/information"  # 9
 DOCUMENTS_PATH = "/api/companies/{company_id}/company-types/{company_type_id}/documents"  # 10 (list)
 DOCUMENT_URL_PATH = "/api/documents/{document_id}/url"  # 11
 

@@ -12,7 +12,6 @@ from pipelines.company_connections.models import (
     ConnectionEntry,
     Document,
     DocumentUrl,
-    FieldInformation,
     Questionnaire,
     UserInfo,
 )
@@ -128,11 +127,8 @@ async def test_questionnaire_and_template_paths() -> None:
                      service, namespace=NS)
 
 
-async def test_field_information_and_documents_and_url() -> None:
+async def test_documents_and_url() -> None:
     service = FakeService()
-    service.route("GET", "/api/companies/c-2/field/i%231/information",
-                  json={"information": {"value": "yes"}})
-    service.route("GET", "/api/companies/c-2/field/i2/information", json={"information": None})
     documents = [
         {"id": "d1", "name": "cert.pdf", "category": "Certificates", "type": "ISO 9001",
          "issueDate": "2024-01-01T00:00:00", "expirationDate": "2026-01-01T00:00:00",
@@ -143,20 +139,15 @@ async def test_field_information_and_documents_and_url() -> None:
     service.route("GET", "/api/companies/c-2/company-types/t1/documents", json=documents)
     service.route("GET", "/api/documents/d%201/url", json={"url": "https://files.test/d1?sig=abc"})
     async with service.client() as client:
-        answer = await client.field_information(NS, "c-2", "i#1")
-        unanswered = await client.field_information(NS, "c-2", "i2")
         docs = await client.documents(NS, "c-2", "t1")
         url = await client.document_url(NS, "d 1")
-    assert isinstance(answer, FieldInformation) and answer.information == {"value": "yes"}
-    assert unanswered.information is None
     assert all(isinstance(d, Document) for d in docs)
     assert docs[0].expiration_date == "2026-01-01T00:00:00"
     assert docs[0].raw == documents[0]
     assert docs[1].expiration_date is None and docs[1].raw == documents[1]
     assert isinstance(url, DocumentUrl) and url.url == "https://files.test/d1?sig=abc"
     assert "sig=abc" not in repr(url)
-    for path in ("/api/companies/c-2/field/i%231/information",
-                 "/api/companies/c-2/company-types/t1/documents", "/api/documents/d%201/url"):
+    for path in ("/api/companies/c-2/company-types/t1/documents", "/api/documents/d%201/url"):
         _assert_standard(service.calls(path)[0], service, namespace=NS)
 
 

@@ -8,7 +8,6 @@ import pytest
 from pipelines.company_connections.models import (
     ConnectionDetail,
     Document,
-    FieldInformation,
     Questionnaire,
     UserInfo,
 )
@@ -68,7 +67,6 @@ def test_missing_and_null_optionals() -> None:
         {"id": "c", "readingRights": {"given": None, "received": {"companyTypeIds": None}}})
     assert detail.reading_rights.given.company_type_ids == []
     assert detail.reading_rights.received.company_type_ids == []
-    assert FieldInformation.model_validate({}).information is None
     doc = Document.model_validate({"id": 7, "expirationDate": None, "tags": ["a"]})
     assert doc.id == "7" and doc.expiration_date is None
     assert doc.raw == {"id": 7, "expirationDate": None, "tags": ["a"]}
