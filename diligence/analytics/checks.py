@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..errors import DbtError
 from ..warehouse.location import WarehouseLocation
 from .dbt import PROJECT_DIR, DbtRun, describe_failure, invoke, location_of
@@ -33,8 +35,6 @@ class CheckResult:
 
 def check_names() -> list[str]:
     """All checks, by name, sorted (the data tests of the dbt project)."""
-    import yaml  # start-up: the CLI's `check` lists checks; yaml loads for that only
-
     names = {path.stem for path in (PROJECT_DIR / "tests").glob("*.sql")}
     for path in (PROJECT_DIR / "models").rglob("*.yml"):
         document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}

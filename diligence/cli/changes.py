@@ -46,7 +46,10 @@ def changes(
     """What changed: answers revised, documents added, changed, removed, newly expiring or
     expired, connections and reading rights, company details, questionnaire template
     fields and keys the service started or stopped sending; grouped by counterparty."""
-    from ..analytics.digest import parse_kinds, read_digest  # start-up: DuckDB loads when it runs
+    from ..analytics.digest import (  # start-up (DuckDB 0.13 s of imports): DuckDB loads when it runs
+        parse_kinds,
+        read_digest,
+    )
 
     kinds = parse_kinds(kind)
     owner = _warehouse(warehouse, data_path)

@@ -96,7 +96,9 @@ def sync(
     or a namespace that could not be read completely (it is named, and its previous
     data is kept). A sync that loaded nothing builds and publishes nothing.
     """
-    from ..analytics.checks import format_failures  # start-up: the models load when a command runs
+    from ..analytics.checks import (
+        format_failures,  # start-up (the models 0.19 s of imports): the models load when a command runs
+    )
     from ..steps import run_pipeline
     from ..sync import source_settings
 
@@ -182,7 +184,9 @@ def check(
     Logs in, reads user-info and each namespace's connections with their reading
     rights; never opens the warehouse. Exits non-zero with one line naming what to fix.
     """
-    from ..sync import source_settings  # start-up: the client (httpx, dlt) loads here
+    from ..sync import (
+        source_settings,  # start-up (dlt 0.9 s of imports): the client (httpx, dlt) loads here
+    )
     from .check import report_lines, run_check
 
     settings = source_settings(base_url=base_url, namespaces=namespace or None,
@@ -237,7 +241,9 @@ def _build_models(
     warehouse: Any, expiring_within_days: int | None, as_of: datetime | None, wait: float = 0.0
 ) -> None:
     """Build, check and publish; print the outcome; raise when a check failed."""
-    from ..analytics.checks import format_failures  # start-up: dlt and dbt load when a command runs
+    from ..analytics.checks import (
+        format_failures,  # start-up (dbt 2.1 s of imports): dlt and dbt load when a command runs
+    )
     from ..steps import run_pipeline
 
     result = run_pipeline(

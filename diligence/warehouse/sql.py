@@ -28,7 +28,7 @@ def transaction(con: Any) -> Iterator[None]:
     """The block's statements in one transaction of `con` (a DuckDB connection):
     committed at its end, rolled back if it raises, whatever it raises (a DuckDB
     connection's own context manager closes it instead)."""
-    import duckdb  # start-up: DuckDB loads with the first statement, not with this module
+    import duckdb  # start-up (DuckDB 0.13 s of imports): DuckDB loads with the first statement, not with this module
 
     con.execute("begin transaction")
     try:
