@@ -31,7 +31,7 @@
   ``{"endpoint": E, "key": K, "value": V}``: every object of E (``company``: endpoint 4
   body, ``connections``: each entry of 5, ``connection``: 6 body, ``questionnaire``: 7
   body, ``template``: 8 body, ``documents``: each document of 10) carries the extra
-  top-level key K from now on (400 for a key E sends natively);
+  top-level key K from now on (an object that has K already keeps its own value);
   ``{"endpoint": E, "key": K, "remove": true}`` stops it. Answers the extra keys per
   endpoint, ``{E: {K: V}}``; ``GET /_sandbox/keys`` reads them.
 - ``POST /_sandbox/revoke-namespace``: ``{company_id}``; the user loses that company.

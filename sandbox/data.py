@@ -95,22 +95,9 @@ class Namespace:
 
 
 _UNANSWERED = object()
-#: endpoints that can send extra keys (`World.send_key`) -> the keys they send natively
-EXTRA_KEY_ENDPOINTS: dict[str, tuple[str, ...]] = {
-    "company": ("id", "name", "country", "city", "lei", "cin"),
-    "connections": ("id", "name"),
-    "connection": ("id", "name", "country", "readingRights"),
-    "questionnaire": ("questionnaires",),
-    "template": ("questionnaires",),
-    "documents": ("id", "name", "category", "type", "issueDate", "expirationDate"),
-}
-#: further keys each endpoint sends natively in a ``drift`` world
-DRIFT_KEYS: dict[str, tuple[str, ...]] = {
-    "company": ("website", "foundedYear", "tags"),
-    "connections": ("status",),
-    "connection": ("connectedSince",),
-    "documents": ("sizeBytes", "mimeType"),
-}
+#: endpoints that can send extra keys (`World.send_key`)
+EXTRA_KEY_ENDPOINTS: tuple[str, ...] = ("company", "connections", "connection", "questionnaire", "template",
+                                        "documents")
 #: characters a document id added through :meth:`World.add_document` may use (a URL path segment)
 _DOCUMENT_ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
 _ANSWER_CACHE_SIZE = 4096
@@ -644,20 +631,15 @@ class World:
                 del cache[key]
         self.generation += 1
 
-    def native_keys(self, endpoint: str) -> tuple[str, ...]:
-        """Top-level keys ``endpoint`` (a key of :data:`EXTRA_KEY_ENDPOINTS`) sends natively
-        in this world (the drift keys included)."""
-        return EXTRA_KEY_ENDPOINTS[endpoint] + (DRIFT_KEYS.get(endpoint, ()) if self.drift else ())
-
     def send_key(self, endpoint: str, key: str, value: Any = None, *, remove: bool = False) -> dict[str, Any]:
         """From now on every object of ``endpoint`` carries the top-level ``key`` with
         ``value`` (a key the service starts sending), or, with ``remove``, no longer does
         (removing a key not sent changes nothing). Endpoints: ``company`` (4, the body),
         ``connections`` (5, each entry), ``connection`` (6, the body), ``questionnaire``
         (7) and ``template`` (8, the body's top level), ``documents`` (10, each document).
-        Unknown endpoint, a key that is not a non-empty string, or a key the endpoint
-        sends natively (:meth:`native_keys`): ValueError. Returns the extra keys per
-        endpoint (:meth:`sent_keys`)."""
+        An object that carries the key already (natively, or set on it) keeps its own
+        value. Unknown endpoint, or a key that is not a non-empty string: ValueError.
+        Returns the extra keys per endpoint (:meth:`sent_keys`)."""
         if endpoint not in EXTRA_KEY_ENDPOINTS:
             raise ValueError(f"endpoint must be one of {', '.join(EXTRA_KEY_ENDPOINTS)}")
         if not isinstance(key, str) or not key:
@@ -669,8 +651,6 @@ class World:
                     del extras[key]
                     self.generation += 1
             else:
-                if key in self.native_keys(endpoint):
-                    raise ValueError(f"{endpoint} sends {key} already")
                 extras[key] = value
                 self.generation += 1
             return self.sent_keys()
