@@ -85,7 +85,7 @@ def notify_changes(
         digest = read_digest(
             con,
             since=run_started_at or _flow_run_started_at(),
-            kinds=[kind for kind in wanted if kind != "namespace_failed"] or ["(none)"],
+            kinds=[kind for kind in wanted if kind != "namespace_failed"],
             failed_namespaces=failed if "namespace_failed" in wanted else (),
         )
     if digest.empty:

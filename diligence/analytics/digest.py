@@ -11,11 +11,13 @@ Selecting::
     since     None: the latest sync's changes; a sync id: changes of the syncs after it;
               a timestamp: changes detected at or after it
     company   one counterparty's (company_id)
-    kinds     some change kinds (KINDS), plus ``namespace_failed`` for a notification
+    kinds     some change kinds (KINDS; None: every kind, empty: none), plus
+              ``namespace_failed`` for a notification
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -137,9 +139,7 @@ class Digest:
 
     def counts(self) -> dict[str, int]:
         """Changes per kind, in the order of :data:`KINDS` (kinds with none left out)."""
-        found: dict[str, int] = {}
-        for change in self.changes:
-            found[change.change_kind] = found.get(change.change_kind, 0) + 1
+        found = Counter(change.change_kind for change in self.changes)
         return {kind: found[kind] for kind in KINDS if kind in found}
 
     def since_text(self) -> str:
@@ -287,7 +287,7 @@ def read_digest(
     digest.syncs = {sync_id: at for sync_id, at in runs if at >= start}
     earlier = [at for _sync_id, at in runs if at < start]
     digest.previous_at = max(earlier) if earlier else None
-    kind_list = list(kinds) if kinds else None
+    kind_list = None if kinds is None else list(kinds)
     rows = con.execute(_SELECT, [start, company, company, kind_list, kind_list]).fetchall()
     digest.changes = [Change(*row) for row in rows]
     digest.first_sync = bool(digest.syncs) and not _compared(con, list(digest.syncs))

@@ -180,6 +180,19 @@ def test_each_edit_gives_exactly_its_rows(feed: Feed) -> None:
     assert missing == []
 
 
+def test_the_digest_knows_the_kinds_the_model_accepts() -> None:
+    """The Python list of kinds (their order in a digest) is the model's accepted_values."""
+    import yaml
+
+    from diligence.analytics.dbt import PROJECT_DIR
+    from diligence.analytics.digest import KINDS
+
+    (model,) = yaml.safe_load((PROJECT_DIR / "models" / "marts" / "changes.yml").read_text())["models"]
+    column = next(c for c in model["columns"] if c["name"] == "change_kind")
+    (test,) = column["data_tests"]
+    assert list(KINDS) == test["accepted_values"]["arguments"]["values"]
+
+
 def test_service_keys_say_what_is_modelled(feed: Feed) -> None:
     keys = {(endpoint, path): (modelled, first, last) for endpoint, path, modelled, first, last in query(
         feed.warehouse, "select endpoint, key_path, is_modelled, first_sync_id, last_sync_id "
