@@ -130,11 +130,15 @@ def _edit(server: SandboxServer, warehouse: Path) -> set[Row]:
                        "'received': list_sort(received_company_type_ids)})::varchar from analytics.connections "
                        "where namespace_company_id = ? and company_id = ?", ns, removed)[0][0]
     expected.add((ns, "connection_removed", removed, None, None, None, old_rights, None))
+    # a company another namespace reads, with documents and answers of the type: all
+    # of them arrive with the connection, and none is a row of its own
     newcomer, received = query(
         warehouse,
-        "select company_id, any_value(company_type_id) from analytics.questionnaire_completeness "
+        "select company_id, company_type_id from analytics.document_expiry "
         "where not is_own_company and company_id not in (select company_id from analytics.connections "
-        "where namespace_company_id = ?) group by 1 order by 1 limit 1", ns)[0]
+        "where namespace_company_id = ?) and (company_id, company_type_id) in "
+        "(select (company_id, company_type_id) from analytics.answers where is_answered) "
+        "group by all order by 1, 2 limit 1", ns)[0]
     _admin(server, "connections", {"namespace": ns, "company_id": newcomer, "received": [received], "given": []})
     expected.add((ns, "connection_added", newcomer, None, None, None, None,
                   json.dumps({"given": [], "received": [received]}, separators=(",", ":"))))
