@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -36,10 +37,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.xdist_group(group))
 
 
+#: the sandbox's "today" for the whole run: its documents' dates and answers follow it
+TODAY = date.today()
+
+
 @pytest.fixture
 def sandbox() -> Iterator[SandboxServer]:
-    """A fresh small sandbox per test (tests change its data and faults)."""
-    with SandboxServer(scale="small") as server:
+    """A fresh small sandbox per test (tests change its data and faults), the world of
+    `synced_small` (the same day, even when the run crosses midnight)."""
+    with SandboxServer(scale="small", today=TODAY) as server:
         yield server
 
 
@@ -54,7 +60,7 @@ def synced_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
     layer only. Read-only: a test that syncs on top of it works on a copy
     (:func:`tests.helpers.copy_warehouse`) instead of syncing again."""
     warehouse = tmp_path_factory.mktemp("synced-small") / "warehouse.duckdb"
-    with SandboxServer(scale="small") as server:
+    with SandboxServer(scale="small", today=TODAY) as server:
         assert not sync(server, warehouse).failed
     return warehouse
 
