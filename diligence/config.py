@@ -75,6 +75,13 @@ def configured(key: str, hint: type) -> object | None:
     return dlt.config.get(key, hint)
 
 
+def configured_secret(key: str, hint: type) -> object | None:
+    """The value of `key` in dlt's secrets (``.dlt/secrets.toml``, env), or None if unset."""
+    import dlt  # start-up: see configured()
+
+    return dlt.secrets.get(key, hint)
+
+
 def configured_expiring_within_days() -> int | None:
     """`sources.company_connections.expiring_within_days` from config, or None if unset."""
     value = configured("sources.company_connections.expiring_within_days", int)

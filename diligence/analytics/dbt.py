@@ -16,7 +16,9 @@ names the build's tables).
 
 Secrets: a lake's catalog password is never written into the profile (nor into
 `target/`): it reaches libpq through ``PGPASSWORD`` for the invocation only, as for the
-analysts' own ``ATTACH``. The lake's DuckDB extensions are installed from their wheels
+analysts' own ``ATTACH``. A data path in S3 gets the object storage's keys the same way:
+the profile's ``secrets`` entry names ``env_var('DBT_ENV_SECRET_S3_...')``, set for the
+invocation only (dbt scrubs ``DBT_ENV_SECRET_`` values from its logs). The lake's DuckDB extensions are installed from their wheels
 first (:func:`diligence.warehouse.lake.install_extensions`), so DuckDB loads them without a
 download.
 
@@ -61,6 +63,7 @@ from ..errors import SECRET_KEYS, DbtError
 from ..warehouse.filemodes import make_dirs, protect_tree, write_text_atomically
 from ..warehouse.location import WarehouseLocation, format_conninfo, parse_conninfo, parse_location
 from ..warehouse.lock import process_alive
+from ..warehouse.storage import is_s3_url, object_storage
 
 PROJECT_DIR = Path(__file__).resolve().parents[2] / "sql"
 PROFILE_NAME = "diligence"
@@ -167,6 +170,8 @@ def profile(
             "threads": 1 if location.is_lake else DBT_THREADS,
             "attach": [attach],
         }
+        if is_s3_url(location.data_path):
+            output["secrets"] = [object_storage().dbt_secret()[0]]
         output["settings"] = settings
         outputs[target] = output
     return {PROFILE_NAME: {"target": default_target, "outputs": outputs}}
@@ -177,6 +182,9 @@ def profile_yaml(location: WarehouseLocation) -> str:
     text = yaml.safe_dump(
         profile(location, targets=("analytics",)), sort_keys=False, default_flow_style=False
     )
+    if is_s3_url(location.data_path):
+        text = ("# the object storage's keys: set DBT_ENV_SECRET_S3_KEY_ID and "
+                "DBT_ENV_SECRET_S3_SECRET (never in this file)\n" + text)
     if location.is_lake:
         text = "# the catalog's password: set PGPASSWORD (never in this file)\n" + text
     return text
@@ -279,7 +287,7 @@ def invoke(
             default_target=target,
             read_only=read_only,
         )
-    ) as profiles_dir, _catalog_password(location):
+    ) as profiles_dir, _catalog_password(location), _storage_secret(location):
         # imported under the lock, as the warm-up does: two threads importing dbt's
         # modules at once can each get one of them half-initialised
         from dbt.adapters.duckdb.connections import DuckDBConnectionManager
@@ -501,6 +509,24 @@ def _catalog_password(location: WarehouseLocation) -> Iterator[None]:
             os.environ.pop("PGPASSWORD", None)
         else:
             os.environ["PGPASSWORD"] = previous
+
+
+@contextlib.contextmanager
+def _storage_secret(location: WarehouseLocation) -> Iterator[None]:
+    """The object storage's keys in ``DBT_ENV_SECRET_*`` while dbt runs, for a lake whose
+    data path is in S3: the profile names them with ``env_var`` (never their values), and
+    dbt scrubs such variables from its logs and artifacts."""
+    environment = object_storage().dbt_secret()[1] if is_s3_url(location.data_path) else {}
+    previous = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _first_line(error: BaseException | str | None) -> str:

@@ -144,7 +144,7 @@ def sync(
     if result.downloads is not None and not _quiet():
         print_downloads(result.downloads, download_documents)
     if result.analytics is not None and not _quiet():
-        print_analytics(result.analytics)
+        print_analytics(result.analytics, owner)
     if result.downloads is not None and result.downloads.failed:
         raise CommandError(f"{result.downloads.failed} document downloads failed (see the log above)")
     if result.analytics is not None and result.analytics.failed_checks:
@@ -255,6 +255,6 @@ def _build_models(
         if not result.analytics.failed_checks:
             out.print(f"models built; analysts' copy: {result.analytics.published}", highlight=False)
     else:
-        print_analytics(result.analytics)
+        print_analytics(result.analytics, warehouse)
     if result.analytics.failed_checks:
         raise CommandError(format_failures(result.analytics.failed_checks))

@@ -73,8 +73,9 @@ def print_downloads(result: Any, folder: Path | None) -> None:
     )
 
 
-def print_analytics(result: Any) -> None:
-    """The models built with their row counts, and the analysts' copy when every check passed."""
+def print_analytics(result: Any, warehouse: Any) -> None:
+    """The models built with their row counts, and when every check passed the analysts'
+    copy, or for a lake (`warehouse`'s location) the lines that attach it read-only."""
     out.print(
         f"models built in {result.models.seconds:.2f}s: "
         + ", ".join(f"{table} {rows}" for table, rows in result.models.row_counts.items()),
@@ -83,3 +84,8 @@ def print_analytics(result: Any) -> None:
     if not result.failed_checks:
         copy = result.published or "none (a lake: analysts ATTACH it read-only)"
         out.print(f"all data checks passed; analysts' copy: {copy}", highlight=False)
+        if warehouse.is_lake:
+            from ..warehouse.lake import analyst_attach_sql  # start-up: lake imports DuckDB
+
+            out.print("analysts read the lake in DuckDB 1.5.5 (duckdb shell) with:\n"
+                      + analyst_attach_sql(warehouse.location), highlight=False, soft_wrap=True)

@@ -49,6 +49,7 @@ from .location import (
 )
 from .paths import wal_of
 from .sql import sql_string
+from .storage import is_s3_url, object_storage, probe_writable, scrub
 
 DEFAULT_ALIAS = "lake"
 #: PostgreSQL's default schema, where a plain ATTACH keeps DuckLake's metadata tables.
@@ -56,7 +57,7 @@ METADATA_SCHEMA = "public"
 #: Seconds libpq waits for the catalog before giving up, unless the conninfo says otherwise.
 CONNECT_TIMEOUT_SECONDS = 10
 RAW_DATASET = "raw"
-EXTENSIONS = ("ducklake", "postgres")
+EXTENSIONS = ("ducklake", "postgres", "httpfs")
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*")
 _CONFLICT_MARKERS = ("Transaction conflict", "Failed to commit DuckLake transaction")
@@ -77,9 +78,13 @@ def check_location(location: WarehouseLocation) -> None:
 
 
 def check_data_path(location: WarehouseLocation) -> None:
-    """A local data path must be (or become) a directory that takes a file; an object
-    storage URL is checked by its first write, with the credentials DuckDB is given."""
+    """A local data path must be (or become) a directory that takes a file; an S3 URL
+    must take an object with the configured credentials (see :mod:`.storage`); another
+    object storage URL is checked by its first write."""
     assert location.data_path is not None
+    if is_s3_url(location.data_path):
+        probe_writable(location.data_path, object_storage(), "the data path")
+        return
     if is_remote_data_path(location.data_path):
         return
     _check_writable_dir(Path(location.data_path), "the data path")
@@ -140,15 +145,18 @@ def connect(
             _create_file(location.path)
         return duckdb.connect(str(location.path), read_only=read_only)
     require_identifier(alias)
+    storage = object_storage() if is_s3_url(location.data_path) else None
     con = duckdb.connect()
     try:
         _load_extensions(con)
+        if storage is not None:  # in memory, this connection's only: never on disk
+            con.execute(storage.duckdb_secret_sql())
         con.execute(_attach_sql(location, alias, read_only=read_only, with_timeout=True))
         con.execute(f"use {alias}")
     except duckdb.Error as exc:
         con.close()
         raise WarehouseLocationError(
-            f"cannot open the DuckLake {location.display()}: {_first_line(exc)}"
+            f"cannot open the DuckLake {location.display()}: {scrub(_first_line(exc), storage)}"
         ) from None
     except BaseException:
         con.close()
@@ -302,16 +310,21 @@ def catalog_url(location: WarehouseLocation) -> str:
 def analyst_attach_sql(location: WarehouseLocation, alias: str = DEFAULT_ALIAS) -> str:
     """The lines an analyst runs in DuckDB (1.5.5, with the ducklake and postgres
     extensions) to read the lake; passwords are redacted: supply yours via PGPASSWORD
-    or ~/.pgpass."""
+    or ~/.pgpass. A data path in S3 adds httpfs and a secret made from the analyst's own
+    ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` (read by the ``duckdb`` shell's
+    ``getenv``), with this lake's endpoint and addressing."""
     if not location.is_lake:
         raise WarehouseLocationError(
             f"{location.display()} is a DuckDB file: analysts open its published copy"
         )
     require_identifier(alias)
     conninfo = _strip_secrets(location.conninfo or "")
+    in_bucket = is_s3_url(location.data_path)
     return "\n".join(
         (
             "INSTALL ducklake; INSTALL postgres; LOAD ducklake; LOAD postgres;",
+            *(("INSTALL httpfs; LOAD httpfs;", object_storage().analyst_secret_sql())
+              if in_bucket else ()),
             f"ATTACH {sql_string(LAKE_PREFIX + conninfo)} AS {alias} "
             f"(DATA_PATH {sql_string(location.data_path or '')}, READ_ONLY);",
             f"USE {alias};",
