@@ -2,7 +2,7 @@
 ``COPY ... TO``, ``COMMENT ON``, catalog queries kept free of parameters) and for
 names that come from data (tables, columns, catalogs); :func:`table_names`, what a
 connection's catalog holds; and :func:`transaction`, the one way a block of statements
-commits whole or not at all."""
+commits whole or not at all (:func:`aborting_error`: the statement that aborted one)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["sql_identifier", "sql_string", "table_names", "transaction"]
+__all__ = ["aborted", "aborting_error", "failed_statement", "sql_identifier", "sql_string", "table_names", "transaction"]
+
+#: a connection (by id) -> the error of its last failed statement in the open transaction
+_last_failure: dict[int, BaseException] = {}
+#: a connection (by id) -> the error that aborted its open transaction: every later
+#: statement fails with "transaction is aborted", this says why
+_aborted: dict[int, BaseException] = {}
 
 
 def sql_string(text: str) -> str:
@@ -31,6 +37,7 @@ def transaction(con: Any) -> Iterator[None]:
     import duckdb  # start-up (DuckDB 0.13 s of imports): DuckDB loads with the first statement, not with this module
 
     con.execute("begin transaction")
+    _forget(con)
     try:
         yield
         con.execute("commit")
@@ -38,6 +45,34 @@ def transaction(con: Any) -> Iterator[None]:
         with contextlib.suppress(duckdb.Error):  # no transaction left to roll back
             con.execute("rollback")
         raise
+    finally:
+        _forget(con)
+
+
+def _forget(con: Any) -> None:
+    _last_failure.pop(id(con), None)
+    _aborted.pop(id(con), None)
+
+
+def failed_statement(con: Any, error: BaseException) -> None:
+    """Record that a statement in the open :func:`transaction` of `con` failed with
+    `error` (a probe that fails leaves the transaction sound; one that aborts it is
+    known by the "aborted" error of the statement after it, see :func:`aborted`)."""
+    _last_failure[id(con)] = error
+
+
+def aborted(con: Any) -> BaseException | None:
+    """Called when a statement of `con` found its transaction aborted: the failed
+    statement before it is what aborted it; returns that error (None: unknown)."""
+    if id(con) not in _aborted and id(con) in _last_failure:
+        _aborted[id(con)] = _last_failure[id(con)]
+    return _aborted.get(id(con))
+
+
+def aborting_error(con: Any) -> BaseException | None:
+    """The error that aborted the open :func:`transaction` of `con`, if one did: what a
+    step reports, rather than the statements that failed after it."""
+    return _aborted.get(id(con))
 
 
 def table_names(con: Any) -> set[str]:
