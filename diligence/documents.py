@@ -34,7 +34,8 @@ from pipelines.company_connections import TABLE_COLUMNS, SourceSettings, arrow_s
 from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.errors import DeniedError, ServiceError
 
-from .evidence.keeping import evidence_log
+from .evidence.bucket import kept_in_step
+from .evidence.keeping import evidence_log, file_modes
 from .warehouse import Warehouse
 from .warehouse.filemodes import make_dirs, protect
 
@@ -188,20 +189,21 @@ def download_documents(
         if not pending:
             return summary
         started = datetime.now(timezone.utc)
-        evidence = evidence_log(warehouse, settings, sync_id="documents-" + started.strftime("%Y%m%dT%H%M%S%fZ"),
-                                synced_at=started, kind="documents")
-        committed = False
-        try:
-            fetched = run_coroutine(_fetch_all(settings.client(evidence=evidence), pending))
-            summary.downloaded, summary.failed = len(fetched.files), len(fetched.issues)
-            if fetched.files or fetched.issues:
-                warehouse.load(lambda: _resources(fetched))
-            committed = True
-        finally:
-            if evidence is not None:  # the URLs asked and the files' hashes, sealed into the chain
-                for namespace in sorted({item["namespace_company_id"] for item in pending}):
-                    evidence.writer.outcome(namespace, "committed" if committed else "failed")
-                evidence.writer.seal("complete" if committed else "failed")
+        with kept_in_step(warehouse, modes=file_modes()) as bucket:
+            evidence = evidence_log(warehouse, settings, sync_id="documents-" + started.strftime("%Y%m%dT%H%M%S%fZ"),
+                                    synced_at=started, kind="documents", bucket=bucket)
+            committed = False
+            try:
+                fetched = run_coroutine(_fetch_all(settings.client(evidence=evidence), pending))
+                summary.downloaded, summary.failed = len(fetched.files), len(fetched.issues)
+                if fetched.files or fetched.issues:
+                    warehouse.load(lambda: _resources(fetched))
+                committed = True
+            finally:
+                if evidence is not None:  # the URLs asked and the files' hashes, sealed into the chain
+                    for namespace in sorted({item["namespace_company_id"] for item in pending}):
+                        evidence.writer.outcome(namespace, "committed" if committed else "failed")
+                    evidence.writer.seal("complete" if committed else "failed")
     return summary
 
 

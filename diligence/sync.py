@@ -51,7 +51,8 @@ from pipelines.company_connections import (
 from pipelines.company_connections.schema import upgrade_raw
 
 from .errors import SyncError, raised_on_purpose
-from .evidence.keeping import evidence_log
+from .evidence.bucket import kept_in_step
+from .evidence.keeping import evidence_log, file_modes
 from .memory import bound_process_memory
 from .resume import plan_resume
 from .warehouse import LOAD_MEMORY_LIMIT, SYNC_KEEP_WAL_BYTES, Warehouse
@@ -137,7 +138,8 @@ def _unwrap(exc: BaseException) -> BaseException:
         if raised_on_purpose(current):
             return current
         exc = current
-        current = current.__cause__ or current.__context__
+        # `raise X from None` says X is the cause to show: its context is not followed
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
     return exc
 
 
@@ -308,7 +310,7 @@ def run_sync(
             # The file is held from here to the end of the sync (created, for a new
             # warehouse): a reader that comes mid-fetch is told who writes it, or waits,
             # and never takes the file from under the sync's first load.
-            with _loading(owner):
+            with _loading(owner), kept_in_step(owner, modes=file_modes()) as bucket:
                 plan = plan_resume(owner, settings, started_at=synced_at, resources=resources,
                                    restart=restart or replaying is not None)
                 skipped = plan.skip
@@ -323,7 +325,8 @@ def run_sync(
                     evidence=evidence_log(
                         owner, settings, sync_id=sync_id, synced_at=synced_at, resources=resources,
                         kept=plan.kept, kind="replay" if replaying else "sync",
-                        extra={"replay_of": replaying.replay_of} if replaying else None),
+                        extra={"replay_of": replaying.replay_of} if replaying else None,
+                        bucket=bucket),
                     continued=plan.continued,
                     skip=plan.skip,
                     transport=replaying.transport if replaying else None,

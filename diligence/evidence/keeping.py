@@ -17,6 +17,7 @@ from pipelines.company_connections.store import FileModes
 from ..version import project_version
 from ..warehouse import Warehouse
 from ..warehouse.filemodes import modes
+from .bucket import EvidenceBucket
 
 __all__ = ["evidence_log", "file_modes", "manifest_identity"]
 
@@ -35,12 +36,16 @@ def manifest_identity(owner: Warehouse, settings: Any, resources: tuple[str, ...
 
 def evidence_log(owner: Warehouse, settings: Any, *, sync_id: str, synced_at: datetime,
                  resources: tuple[str, ...] | None = None, kept: Kept | None = None,
-                 kind: str = "sync", extra: dict[str, Any] | None = None) -> EvidenceLog | None:
+                 kind: str = "sync", extra: dict[str, Any] | None = None,
+                 bucket: EvidenceBucket | None = None) -> EvidenceLog | None:
     """The evidence log of one step of `owner` (``kind``: ``sync``, ``documents`` or
-    ``replay``), or None when the warehouse keeps no evidence."""
+    ``replay``), or None when the warehouse keeps no evidence. With `bucket` (the store's,
+    see :func:`~diligence.evidence.bucket.kept_in_step`) its manifest is sealed under the
+    bucket's lock."""
     root = owner.evidence_root
     if root is None:
         return None
     return EvidenceLog.start(root, manifest_identity(owner, settings, resources), sync_id=sync_id,
                              started_at=synced_at, synced_at=synced_at, version=project_version(),
-                             kept=kept, kind=kind, extra=extra, modes=file_modes())
+                             kept=kept, kind=kind, extra=extra, modes=file_modes(),
+                             chain_lock=bucket.chain_lock if bucket is not None else None)

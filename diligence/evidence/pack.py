@@ -35,6 +35,7 @@ from pipelines.company_connections.manifest import Manifest, canonical, leaves, 
 from ..errors import EvidenceError
 from ..warehouse import Warehouse, table_names
 from ..warehouse.filemodes import make_dirs, modes, write_text_atomically
+from .bucket import pull_everything
 from .chain import Store, parse_time, read_store
 from .render import render_files
 from .verify import ROW_COLUMNS
@@ -111,6 +112,7 @@ def _sync_part(manifest: Manifest) -> dict[str, Any]:
 
 
 def _chain_of(owner: Warehouse) -> tuple[Store, list[Manifest]]:
+    pull_everything(owner)
     root = owner.evidence_root
     if root is None or not (root / "syncs").is_dir():
         raise EvidenceError(f"no evidence store at {root or '(evidence is off)'}: a pack needs the responses "

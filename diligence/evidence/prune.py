@@ -51,6 +51,9 @@ def prune_evidence(owner: Warehouse, retain_days: float, *, now: datetime | None
     """Remove the evidence of syncs older than `retain_days` (see the module docstring)."""
     if retain_days <= 0:
         raise EvidenceError(f"retain_days must be positive, not {retain_days:g}")
+    if owner.evidence_bucket is not None:
+        raise EvidenceError(f"the evidence store is in {owner.evidence_bucket}: prune it with the "
+                            "bucket's own lifecycle rules (responses/ is content-addressed)")
     root = owner.evidence_root
     if root is None or not (root / SYNCS).is_dir():
         raise EvidenceError(f"no evidence store at {root or '(evidence is off)'}: nothing to prune")

@@ -36,6 +36,7 @@ from pipelines.company_connections.store import body_sha256
 
 from ..errors import EvidenceError
 from ..warehouse import Warehouse, table_names
+from .bucket import pull_everything
 from .chain import Store, parse_time, read_store
 
 __all__ = ["MAX_LINES", "ROW_KEYS", "Verification", "check_rows", "find_head", "verify_warehouse"]
@@ -233,7 +234,9 @@ def _raw_rows(con: Any, table: str) -> Iterator[dict[str, Any]]:
 
 
 def verify_warehouse(owner: Warehouse, *, head: str | None = None) -> Verification:
-    """Verify `owner` against its evidence store (see the module docstring)."""
+    """Verify `owner` against its evidence store (see the module docstring); a store in
+    a bucket is copied in first."""
+    pull_everything(owner)
     root = owner.evidence_root
     if root is None or not (root / "syncs").is_dir():
         where = root if root is not None else "(evidence is off: [evidence] enabled = false)"

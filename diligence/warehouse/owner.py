@@ -47,7 +47,8 @@ from .lock import process_alive, writer_lock
 from .migrate import require_readable
 from .paths import pipelines_dir_of, stale_publishing, wal_of
 from .pipelines import configure_dlt, pipeline_for
-from .sql import transaction
+from .sql import aborting_error, transaction
+from .storage import S3Url, apart_from_data, is_s3_url, working_copy
 
 if TYPE_CHECKING:
     from dlt.common.pipeline import SupportsPipeline
@@ -85,6 +86,12 @@ class Warehouse:
                 f"e.g. {self.path / DEFAULT_WAREHOUSE.name}"
             )
         self._pipelines_root = pipelines_root
+        #: the evidence store's bucket (``s3://bucket/prefix/``), or None: a folder
+        self.evidence_bucket: str | None = None
+        if evidence and is_s3_url(evidence):
+            self.evidence_bucket = str(S3Url.parse(str(evidence)))
+            apart_from_data(self.evidence_bucket, location.data_path)
+            evidence = working_copy(self.evidence_bucket)
         self._evidence = Path(evidence).expanduser() if evidence else None
         #: whether syncs keep their evidence (responses and manifests)
         self.keep_evidence = keep_evidence
@@ -180,8 +187,9 @@ class Warehouse:
         """The evidence store (responses and manifests, see
         :mod:`pipelines.company_connections.store`): the one given, else beside the
         warehouse (``data/warehouse.duckdb`` -> ``data/warehouse.evidence``; a lake's
-        beside its data path, ``<data path>.evidence``, never inside it). None when
-        evidence is not kept."""
+        beside its data path, ``<data path>.evidence``, never inside it). A store in a
+        bucket (:attr:`evidence_bucket`) is this machine's working copy of it, kept in
+        step by :mod:`diligence.evidence.bucket`. None when evidence is not kept."""
         if not self.keep_evidence:
             return None
         if self._evidence is not None:
@@ -243,7 +251,13 @@ class Warehouse:
                 with transaction(con):
                     if prepare is not None:
                         prepare(con)
-                    return pipeline.load(workers=1)
+                    try:
+                        return pipeline.load(workers=1)
+                    except Exception:
+                        first = aborting_error(con)  # what the jobs failed on after it is noise
+                        if first is None:
+                            raise
+                    raise first from None
 
             if self.path is not None:
                 return whole()

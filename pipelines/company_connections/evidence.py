@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from .manifest import Entry, Manifest, ManifestWriter
+from .manifest import ChainLock, Entry, Manifest, ManifestWriter
 from .schema import TABLE_COLUMNS
 from .store import FileModes, ResponseStore
 
@@ -169,15 +169,15 @@ class EvidenceLog:
     def start(cls, root: Path, identity: ManifestIdentity, *, sync_id: str, started_at: datetime,
               synced_at: datetime, version: str, kept: Kept | None = None,
               kind: str = "sync", extra: dict[str, Any] | None = None,
-              modes: FileModes | None = None) -> EvidenceLog:
+              modes: FileModes | None = None, chain_lock: ChainLock | None = None) -> EvidenceLog:
         """A new manifest in the store at `root` (`kind`: ``sync``, ``documents``,
         ``replay``; `extra`: more of its header; `modes`: of its files, owner-only by
-        default)."""
+        default; `chain_lock`: held while it is sealed, see :data:`~.manifest.ChainLock`)."""
         store = ResponseStore(root, modes=modes)
         header = {"sync_id": sync_id, "kind": kind, "started_at": started_at.isoformat(),
                   "synced_at": synced_at.isoformat(), "version": version, **identity.header(),
                   **(extra or {})}
-        return cls(store, ManifestWriter(store.syncs, header, store.modes), kept)
+        return cls(store, ManifestWriter(store.syncs, header, store.modes, chain_lock), kept)
 
     def record(self, method: str, path: str, namespace: str | None, status: int, body: bytes,
                link: str | None = None) -> str:

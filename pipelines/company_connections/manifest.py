@@ -48,7 +48,8 @@ import socket
 import struct
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -59,6 +60,7 @@ import orjson
 from .store import ENTRIES, FileModes, ResponseStore, body_sha256, make_folder, new_file
 
 __all__ = [
+    "ChainLock",
     "Entry",
     "Manifest",
     "ManifestWriter",
@@ -67,6 +69,7 @@ __all__ = [
     "chain_head",
     "content_digest",
     "expected_hash",
+    "folder_lock",
     "head_problem",
     "leaf_hash",
     "leaves",
@@ -357,8 +360,11 @@ def expected_hash(manifest: Manifest) -> str:
 class ManifestWriter:
     """The manifest a sync writes (append-only, thread-safe), sealed at its end."""
 
-    def __init__(self, folder: Path, header: dict[str, Any], modes: FileModes | None = None) -> None:
+    def __init__(self, folder: Path, header: dict[str, Any], modes: FileModes | None = None,
+                 chain_lock: ChainLock | None = None) -> None:
         self.modes = modes or FileModes()
+        #: held while a manifest of this store is sealed (see :func:`seal`)
+        self.chain_lock = chain_lock or folder_lock
         make_folder(folder, self.modes)
         self.folder = folder
         self.sync_id = str(header["sync_id"])
@@ -395,14 +401,20 @@ class ManifestWriter:
     def seal(self, how: str = "complete") -> Sealed:
         """Seal this manifest into the chain (the new head)."""
         self.close()
-        return seal(self.path, how, self.modes)
+        return seal(self.path, how, self.modes, lock=self.chain_lock)
+
+
+#: What :func:`seal` holds while it reads the chain's head and writes the new one: given
+#: the manifest sealed, a context manager (default :func:`folder_lock`; a store kept in
+#: a bucket also takes the bucket's lock, see :mod:`diligence.evidence.bucket`).
+ChainLock = Callable[[Path], AbstractContextManager[None]]
 
 
 @contextlib.contextmanager
-def _chain_lock(folder: Path) -> Iterator[None]:
-    """Held while a manifest is sealed: an exclusive ``flock`` on the folder itself (no
+def folder_lock(manifest: Path) -> Iterator[None]:
+    """Held while a manifest is sealed: an exclusive ``flock`` on its folder itself (no
     lock file is left behind)."""
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    fd = os.open(manifest.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -466,17 +478,21 @@ class Sealed:
     breaks: str | None = None
 
 
-def seal(path: Path, how: str = "complete", modes: FileModes | None = None) -> Sealed:
+def seal(path: Path, how: str = "complete", modes: FileModes | None = None,
+         lock: ChainLock = folder_lock) -> Sealed:
     """Seal the manifest at `path` (``how``: ``complete``, or ``interrupted`` for one a
     killed sync left) after the chain's head: its entries' table goes to the store's
     ``entries``, and ``<sync_id>.manifest.gz`` replaces the records (a torn tail is
     dropped). A head that cannot be followed (:func:`head_problem`) is not repaired:
     the manifest records the break (its hash covers it) and links to the head as found,
-    and the break is logged. Its files get `modes` (default: owner-only)."""
+    and the break is logged. Its files get `modes` (default: owner-only). A manifest
+    another process sealed meanwhile is not sealed again. `lock` is held throughout."""
     modes = modes or FileModes()
     folder = path.parent
-    with _chain_lock(folder):
+    with lock(path):
         manifest = read_manifest(path)
+        if manifest is None and not path.exists():
+            manifest = read_manifest(sealed_path(folder, path.name.removesuffix(SUFFIX)))
         if manifest is None:
             raise ValueError(f"{path} is not a readable manifest")
         if manifest.seal is not None:

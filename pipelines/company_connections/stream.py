@@ -215,7 +215,7 @@ class NamespaceStream:
             if self._ended and self._committed == self._yielded and self.head is None:
                 for interrupted in self._continued:  # first the syncs it went on from
                     if interrupted.exists():  # (another sync may have sealed it meanwhile)
-                        self._note_break(seal(interrupted, "interrupted"))
+                        self._note_break(seal(interrupted, "interrupted", lock=evidence.writer.chain_lock))
                 sealed = evidence.writer.seal()
                 self._note_break(sealed)
                 self.head = sealed.hash

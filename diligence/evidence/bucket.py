@@ -1,0 +1,442 @@
+"""The evidence store in a bucket, shared by workers on many machines.
+
+With ``[evidence] path = "s3://bucket/evidence/"`` (or ``DILIGENCE_EVIDENCE``, never
+inside the lake's data path) the bucket holds the store, and each machine works on a
+copy of it in its cache (:attr:`~diligence.warehouse.Warehouse.evidence_root`), kept in
+step here. The bucket's objects mirror the folder's files::
+
+    <prefix>responses/<2 hex>/<sha256>.gz           as in the folder (written once)
+    <prefix>entries/<2 hex>/<sha256>.gz             as in the folder (written once)
+    <prefix>syncs/<sync_id>.manifest.gz             a sealed manifest
+    <prefix>syncs/HEAD                              the chain's head
+    <prefix>syncs/<sync_id>.manifest.parts/<offset> a manifest being written, in the
+                                                    pieces appended since the last push
+    <prefix>syncs/<sync_id>.manifest.parts/live     its writer's heartbeat
+    <prefix>syncs/.chain-lock                       held while a manifest is sealed
+
+- :meth:`EvidenceBucket.pull` (before a sync plans its resume) copies in the sealed
+  manifests this machine lacks, and the manifests that a worker left unsealed and no
+  longer writes (no heartbeat for :attr:`EvidenceBucket.stale_seconds`) with the
+  responses they refer to: a namespace killed on one machine resumes on another.
+  A manifest another worker is still writing is left alone.
+- :meth:`EvidenceBucket.push` (every ``[evidence] heartbeat_seconds`` while a sync
+  runs, and when it ends) sends the responses a manifest of this machine refers to
+  *before* the manifest's new records, so the bucket never holds a record whose bytes
+  it lacks.
+- :meth:`EvidenceBucket.chain_lock` is held while a manifest is sealed: the bucket's
+  lock (an object created only if absent, S3's conditional write), then the head as the
+  bucket has it; the sealed manifest, its table and the new head go up before the lock
+  is given back. One chain, whichever machine seals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+from pipelines.company_connections.manifest import (
+    HEAD,
+    SEALED_SUFFIX,
+    SUFFIX,
+    Entry,
+    folder_lock,
+    read_manifest,
+    sealed_path,
+)
+from pipelines.company_connections.store import ENTRIES, RESPONSES, SYNCS, FileModes, make_folder
+
+from ..config import configured
+from ..errors import EvidenceError
+from ..warehouse import Warehouse
+from ..warehouse.lock import process_alive
+from ..warehouse.storage import ObjectStorage, S3Url, object_storage, scrub
+
+__all__ = ["EvidenceBucket", "bucket_of", "heartbeat_seconds", "kept_in_step", "pull_everything"]
+
+log = logging.getLogger("diligence.evidence")
+
+PARTS = ".parts/"
+LIVE = "live"
+LOCK = ".chain-lock"
+#: seconds without a heartbeat after which a manifest's writer is taken for gone
+DEFAULT_HEARTBEAT_SECONDS = 5.0
+MISSED_HEARTBEATS = 6
+#: a chain lock older than this was left by a worker that died while sealing
+LOCK_STALE_SECONDS = 120.0
+LOCK_WAIT_SECONDS = 600.0
+_TRANSFERS = 16
+
+
+def heartbeat_seconds(value: float | None = None) -> float:
+    """Seconds between a sync's pushes to the bucket: `value`, else ``[evidence]
+    heartbeat_seconds``, else 5."""
+    chosen = value if value is not None else configured("evidence.heartbeat_seconds", float)
+    chosen = DEFAULT_HEARTBEAT_SECONDS if chosen is None else float(chosen)
+    if chosen <= 0:
+        raise ValueError(f"evidence.heartbeat_seconds must be positive, not {chosen}")
+    return chosen
+
+
+@dataclass
+class _Listing:
+    """What the bucket's ``syncs/`` holds."""
+
+    now: datetime
+    sealed: set[str] = field(default_factory=set)
+    #: sync id -> {offset: key} of an unsealed manifest's pieces
+    parts: dict[str, dict[int, str]] = field(default_factory=dict)
+    #: sync id -> when its pieces or heartbeat were last written
+    touched: dict[str, datetime] = field(default_factory=dict)
+    head: bool = False
+
+
+class EvidenceBucket:
+    """The evidence store at `url`, mirrored by the folder `local` (see the module)."""
+
+    def __init__(self, url: str, local: Path, storage: ObjectStorage, *,
+                 modes: FileModes | None = None, heartbeat: float = DEFAULT_HEARTBEAT_SECONDS) -> None:
+        self.place = S3Url.parse(url)
+        self.local = local
+        self.storage = storage
+        self.modes = modes or FileModes()
+        self.heartbeat = heartbeat
+        #: a manifest not pushed for this long is no longer written by anyone
+        self.stale_seconds = heartbeat * MISSED_HEARTBEATS
+        self._client = storage.client()
+        #: sync id -> bytes of its manifest the bucket holds
+        self._pushed: dict[str, int] = {}
+        #: responses known to be in the bucket
+        self._present: set[str] = set()
+        self._push_lock = threading.Lock()
+        self.host = socket.gethostname()
+
+    def __repr__(self) -> str:
+        return f"EvidenceBucket({str(self.place)!r})"
+
+    @property
+    def syncs(self) -> Path:
+        return self.local / SYNCS
+
+    # -- the bucket's objects --------------------------------------------------------
+    def _key(self, relative: str) -> str:
+        return self.place.key(relative)
+
+    def _get(self, relative: str) -> bytes | None:
+        try:
+            answer = self._client.get_object(Bucket=self.place.bucket, Key=self._key(relative))
+        except self._client.exceptions.NoSuchKey:
+            return None
+        return answer["Body"].read()
+
+    def _put(self, relative: str, body: bytes, *, only_new: bool = False) -> bool:
+        """Write an object; with `only_new`, only if absent (False: it was there)."""
+        extra = {"IfNoneMatch": "*"} if only_new else {}
+        try:
+            self._client.put_object(Bucket=self.place.bucket, Key=self._key(relative), Body=body, **extra)
+        except self._client.exceptions.ClientError as exc:
+            if only_new and exc.response.get("Error", {}).get("Code") in ("PreconditionFailed", "412"):
+                return False
+            raise
+        return True
+
+    def _list(self, relative: str) -> tuple[list[dict[str, Any]], datetime]:
+        """The objects under `relative`, and the bucket's clock (its answer's ``Date``)."""
+        found: list[dict[str, Any]] = []
+        now = datetime.now(timezone.utc)
+        token: str | None = None
+        while True:
+            extra = {"ContinuationToken": token} if token else {}
+            answer = self._client.list_objects_v2(
+                Bucket=self.place.bucket, Prefix=self._key(relative), **extra)
+            date = answer.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+            if date:
+                now = parsedate_to_datetime(date)
+            found += answer.get("Contents", [])
+            if not answer.get("IsTruncated"):
+                return found, now
+            token = answer["NextContinuationToken"]
+
+    def _listing(self) -> _Listing:
+        objects, now = self._list(SYNCS + "/")
+        listing = _Listing(now)
+        start = len(self._key(SYNCS + "/"))
+        for item in objects:
+            name = item["Key"][start:]
+            if name == HEAD:
+                listing.head = True
+            elif name.endswith(SEALED_SUFFIX) and "/" not in name:
+                listing.sealed.add(name.removesuffix(SEALED_SUFFIX))
+            elif SUFFIX + PARTS in name:
+                sync_id, piece = name.split(SUFFIX + PARTS, 1)
+                if piece != LIVE:
+                    listing.parts.setdefault(sync_id, {})[int(piece)] = item["Key"]
+                touched = item["LastModified"]
+                if sync_id not in listing.touched or touched > listing.touched[sync_id]:
+                    listing.touched[sync_id] = touched
+        return listing
+
+    # -- local files -----------------------------------------------------------------
+    def _write_local(self, relative: str, body: bytes) -> None:
+        path = self.local / relative
+        make_folder(path.parent, self.modes)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.pull")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
+                     self.modes.file)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(body)
+        os.replace(temporary, path)
+
+    def _fetch_all(self, relatives: Iterable[str]) -> None:
+        """Copy in the objects at `relatives` this folder lacks (several at once)."""
+        missing = [r for r in dict.fromkeys(relatives) if not (self.local / r).is_file()]
+
+        def fetch(relative: str) -> None:
+            body = self._get(relative)
+            if body is not None:
+                self._write_local(relative, body)
+
+        with ThreadPoolExecutor(_TRANSFERS) as pool:
+            list(pool.map(fetch, missing))
+
+    def _send_all(self, relatives: Iterable[str]) -> None:
+        """Send the local files at `relatives` the bucket lacks (several at once)."""
+        wanted = [r for r in dict.fromkeys(relatives)
+                  if r not in self._present and (self.local / r).is_file()]
+
+        def send(relative: str) -> None:  # written once: one that is there is not replaced
+            self._put(relative, (self.local / relative).read_bytes(), only_new=True)
+            self._present.add(relative)
+
+        with ThreadPoolExecutor(_TRANSFERS) as pool:
+            list(pool.map(send, wanted))
+
+    # -- pull ------------------------------------------------------------------------
+    def pull(self, *, everything: bool = False) -> None:
+        """Bring this machine's copy in step (see the module docstring); `everything`:
+        every response and entries table too (what ``verify`` and a pack read)."""
+        listing = self._listing()
+        make_folder(self.syncs, self.modes)
+        self._fetch_all(f"{SYNCS}/{sync_id}{SEALED_SUFFIX}" for sync_id in listing.sealed)
+        if listing.head:
+            head = self._get(f"{SYNCS}/{HEAD}")
+            if head is not None:
+                self._write_local(f"{SYNCS}/{HEAD}", head)
+        for sync_id in listing.sealed:  # sealed elsewhere: no longer this machine's to seal
+            (self.syncs / f"{sync_id}{SUFFIX}").unlink(missing_ok=True)
+        for sync_id, pieces in listing.parts.items():
+            if sync_id in listing.sealed:
+                continue
+            local = self.syncs / f"{sync_id}{SUFFIX}"
+            idle = (listing.now - listing.touched[sync_id]).total_seconds()
+            if idle < self.stale_seconds:
+                if local.exists() and not self._written_here(local):
+                    local.unlink()  # another worker writes it: not this machine's to resume
+                continue
+            body = self._assemble(pieces)
+            if body is not None and (not local.exists() or local.stat().st_size < len(body)):
+                self._write_local(f"{SYNCS}/{sync_id}{SUFFIX}", body)
+            self._pushed[sync_id] = max(self._pushed.get(sync_id, 0), len(body or b""))
+        tables: list[str] = []
+        responses: list[str] = []
+        for path in sorted(self.syncs.glob(f"*{SUFFIX}")):
+            manifest = read_manifest(path)
+            if manifest is not None:
+                responses += _response_files(manifest.entries)
+        if everything:
+            objects, _now = self._list(ENTRIES + "/")
+            tables += [o["Key"][len(self.place.prefix):] for o in objects]
+            objects, _now = self._list(RESPONSES + "/")
+            responses += [o["Key"][len(self.place.prefix):] for o in objects]
+        self._fetch_all(tables + responses)
+
+    def _written_here(self, local: Path) -> bool:
+        manifest = read_manifest(local)
+        return manifest is not None and manifest.header.get("host") == self.host
+
+    def _assemble(self, pieces: dict[int, str]) -> bytes | None:
+        """A manifest from its pieces, each at its offset (pieces sent by two processes
+        may overlap: the file is append-only, so they agree); None when one is missing."""
+        body = bytearray()
+        for offset in sorted(pieces):
+            if offset > len(body):
+                log.warning("a piece of a manifest in %s is missing at byte %d: resumed from before it",
+                            self.place, len(body))
+                break
+            answer = self._client.get_object(Bucket=self.place.bucket, Key=pieces[offset])
+            piece = answer["Body"].read()
+            body[offset:offset + len(piece)] = piece
+        return bytes(body) if body else None
+
+    # -- push ------------------------------------------------------------------------
+    def push(self) -> None:
+        """Send what this machine's own unsealed manifests added since the last push:
+        first the responses their new records refer to, then the records, then the
+        heartbeat of each one whose writer still runs."""
+        with self._push_lock:
+            for path in sorted(self.syncs.glob(f"*{SUFFIX}")) if self.syncs.is_dir() else []:
+                self._push_manifest(path)
+
+    def _push_manifest(self, path: Path) -> None:
+        manifest = read_manifest(path)
+        if manifest is None or manifest.header.get("host") != self.host:
+            return
+        sync_id = manifest.sync_id
+        sent = self._pushed.get(sync_id, 0)
+        if manifest.intact > sent:
+            self._send_all(_response_files(manifest.entries))
+            with path.open("rb") as file:
+                file.seek(sent)
+                piece = file.read(manifest.intact - sent)
+            self._put(f"{SYNCS}/{sync_id}{SUFFIX}{PARTS}{sent:016d}", piece)
+            self._pushed[sync_id] = manifest.intact
+        pid = manifest.header.get("pid")
+        if isinstance(pid, int) and (pid == os.getpid() or process_alive(pid)):
+            self._put(f"{SYNCS}/{sync_id}{SUFFIX}{PARTS}{LIVE}", b"")
+
+    # -- sealing ---------------------------------------------------------------------
+    @contextlib.contextmanager
+    def chain_lock(self, manifest: Path) -> Iterator[None]:
+        """Held while `manifest` is sealed: this folder's lock and the bucket's; the head
+        is read from the bucket first, and what the seal wrote is sent before the bucket's
+        lock is given back."""
+        with folder_lock(manifest), self._bucket_lock():
+            sync_id = manifest.name.removesuffix(SUFFIX)
+            listing = self._listing()
+            head = self._get(f"{SYNCS}/{HEAD}")
+            if head is not None:
+                self._write_local(f"{SYNCS}/{HEAD}", head)
+                words = head.decode().split()
+                if len(words) == 2:
+                    self._fetch_all([f"{SYNCS}/{words[1]}{SEALED_SUFFIX}"])
+                    head_manifest = read_manifest(sealed_path(self.syncs, words[1]), entries=False)
+                    if head_manifest is not None and head_manifest.table:
+                        self._fetch_all([_entries_file(head_manifest.table)])
+            if sync_id in listing.sealed:  # another worker sealed it: seal() finds that one
+                self._fetch_all([f"{SYNCS}/{sync_id}{SEALED_SUFFIX}"])
+                manifest.unlink(missing_ok=True)
+            else:
+                self._push_manifest(manifest)
+            yield
+            sealed = read_manifest(sealed_path(self.syncs, sync_id), entries=False)
+            if sealed is not None and sync_id not in listing.sealed:
+                self._send_all([_entries_file(str(sealed.table)), f"{SYNCS}/{sync_id}{SEALED_SUFFIX}"])
+                self._put(f"{SYNCS}/{HEAD}", (self.syncs / HEAD).read_bytes())
+                self._drop_parts(sync_id, listing.parts.get(sync_id, {}))
+
+    def _drop_parts(self, sync_id: str, pieces: dict[int, str]) -> None:
+        keys = [*pieces.values(), self._key(f"{SYNCS}/{sync_id}{SUFFIX}{PARTS}{LIVE}")]
+        objects, _now = self._list(f"{SYNCS}/{sync_id}{SUFFIX}{PARTS}")
+        keys += [o["Key"] for o in objects]
+        for start in range(0, len(keys), 1000):
+            self._client.delete_objects(Bucket=self.place.bucket, Delete={
+                "Objects": [{"Key": key} for key in dict.fromkeys(keys[start:start + 1000])],
+                "Quiet": True})
+        self._pushed.pop(sync_id, None)
+
+    @contextlib.contextmanager
+    def _bucket_lock(self) -> Iterator[None]:
+        key = f"{SYNCS}/{LOCK}"
+        holder = json.dumps({"host": self.host, "pid": os.getpid(),
+                             "at": datetime.now(timezone.utc).isoformat()}).encode()
+        deadline = time.monotonic() + LOCK_WAIT_SECONDS
+        while not self._put(key, holder, only_new=True):
+            objects, now = self._list(key)
+            if objects and (now - objects[0]["LastModified"]).total_seconds() > LOCK_STALE_SECONDS:
+                log.warning("the evidence chain's lock in %s was left by a worker that stopped "
+                            "while sealing: taken over", self.place)
+                self._client.delete_object(Bucket=self.place.bucket, Key=self._key(key))
+                continue
+            if time.monotonic() > deadline:
+                raise EvidenceError(f"the evidence chain's lock in {self.place} was held for "
+                                    f"{LOCK_WAIT_SECONDS:.0f} s: is a worker stuck sealing?")
+            time.sleep(0.2)
+        try:
+            yield
+        finally:
+            self._client.delete_object(Bucket=self.place.bucket, Key=self._key(key))
+
+
+def _response_files(entries: Iterable[Entry]) -> list[str]:
+    """The store's files of the responses `entries` refer to (not documents' files)."""
+    return [f"{RESPONSES}/{e.sha256[:2]}/{e.sha256}.gz" for e in entries if e.note != "file"]
+
+
+def _entries_file(table: str) -> str:
+    return f"{ENTRIES}/{table[:2]}/{table}.gz"
+
+
+def pull_everything(owner: Warehouse) -> None:
+    """Copy in the whole store from its bucket (nothing for a folder): what ``verify``,
+    a pack and a replay read."""
+    bucket = bucket_of(owner)
+    if bucket is None:
+        return
+    try:
+        bucket.pull(everything=True)
+    except Exception as exc:  # noqa: BLE001 - boto's errors, as one line
+        raise EvidenceError(f"cannot read the evidence store {bucket.place}: "
+                            f"{scrub(_first_line(exc), bucket.storage)}") from None
+
+
+def bucket_of(owner: Warehouse, *, modes: FileModes | None = None) -> EvidenceBucket | None:
+    """The bucket `owner`'s evidence lives in, or None (a folder, or no evidence)."""
+    if owner.evidence_bucket is None or owner.evidence_root is None:
+        return None
+    return EvidenceBucket(owner.evidence_bucket, owner.evidence_root, object_storage(),
+                          modes=modes, heartbeat=heartbeat_seconds())
+
+
+@contextlib.contextmanager
+def kept_in_step(owner: Warehouse, *, modes: FileModes | None = None) -> Iterator[EvidenceBucket | None]:
+    """While a step writes evidence: this machine's copy pulled first, then pushed every
+    heartbeat and once more at the end. Yields the bucket (None: a folder)."""
+    bucket = bucket_of(owner, modes=modes)
+    if bucket is None:
+        yield None
+        return
+    storage = bucket.storage
+    try:
+        bucket.pull()
+    except Exception as exc:  # noqa: BLE001 - boto's errors, as one line
+        raise EvidenceError(f"cannot read the evidence store {bucket.place}: "
+                            f"{scrub(_first_line(exc), storage)}") from None
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(bucket.heartbeat):
+            try:
+                bucket.push()
+            except Exception as exc:  # noqa: BLE001 - the next beat tries again
+                log.warning("the evidence store %s did not take this sync's latest records: %s",
+                            bucket.place, scrub(_first_line(exc), storage))
+
+    thread = threading.Thread(target=beat, name="evidence-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield bucket
+    finally:
+        stop.set()
+        thread.join()
+        try:
+            bucket.push()
+        except Exception as exc:  # noqa: BLE001 - the sync's own outcome is what it reports
+            log.warning("the evidence store %s did not take this sync's last records: %s",
+                        bucket.place, scrub(_first_line(exc), storage))
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
