@@ -18,6 +18,10 @@ Two measurements of issue 14, printed as Markdown tables and written as JSON to
    (DuckDB 2.0), runs alternating. Figures: the sync's wall and the model build's time
    as the CLI prints them.
 
+``--fixed-cost --bucket`` measures that fixed cost with the data path on the local disk,
+in a bucket (moto in server mode on 127.0.0.1), and with the evidence store in the
+bucket too, alternating; written to ``benchmarks/.work/lake_bucket.json``.
+
 ``--fixed-cost [--fixed-cost-before DIR]`` measures instead a namespace's fixed cost
 alone, written to ``benchmarks/.work/lake_fixed.json``: one namespace of the sandbox
 (no added latency unless given) is synced again and again into a lake that already
@@ -83,9 +87,11 @@ def start_sandbox(python: str, scale: str, latency_ms: float, log: Path) -> tupl
     raise RuntimeError(f"the sandbox did not start: {log.read_text()[-2000:]}")
 
 
-def run_sync(python: str, cwd: Path, args: list[str], tmp: Path) -> tuple[float, str]:
+def run_sync(python: str, cwd: Path, args: list[str], tmp: Path,
+             extra_env: dict[str, str] | None = None) -> tuple[float, str]:
     started = time.perf_counter()
-    done = subprocess.run([python, "-m", "diligence", "sync", *args], cwd=cwd, env=_env(tmp),
+    done = subprocess.run([python, "-m", "diligence", "sync", *args], cwd=cwd,
+                          env={**_env(tmp), **(extra_env or {})},
                           capture_output=True, text=True, timeout=1800)
     wall = time.perf_counter() - started
     if done.returncode != 0:
@@ -184,6 +190,50 @@ def fixed_cost_run(sides: dict[str, tuple[str, Path]], repeat: int, scale: str,
     return results
 
 
+def bucket_fixed_cost_run(repeat: int, scale: str, latency_ms: float, root: Path) -> dict[str, Any]:
+    """One namespace's fixed cost with the lake's data path on the local disk, in a
+    bucket (moto on 127.0.0.1, as in the tests), and with the evidence store in the
+    bucket too; the three alternating run by run, each into its own lake that already
+    holds every namespace."""
+    from tests.lake.objectstore import object_store
+    from tests.lake.postgres import new_cluster
+
+    results: dict[str, Any] = {"scale": scale, "latency_ms": latency_ms, "runs": {}}
+    sandbox, base = start_sandbox(sys.executable, scale, latency_ms, root / "sandbox.log")
+    cluster = new_cluster()
+    try:
+        cluster.start()
+        with object_store(root / "moto.log") as store:
+            namespace = httpx.get(f"{base}/_sandbox/truth", timeout=30).json()["namespaces"][0]
+            results["namespace"] = namespace
+            sides: dict[str, tuple[list[str], dict[str, str]]] = {}
+            for number, (side, data, evidence) in enumerate((
+                    ("local folder", str(root / "data"), None),
+                    ("bucket", store.url("lake-1"), str(root / "side-1" / "evidence")),
+                    ("bucket, evidence too", store.url("lake-2"), store.url("evidence-2")))):
+                uri = "ducklake:postgres:" + cluster.create_database(f"fixed_{number}")
+                env = {**store.env(), **({"DILIGENCE_EVIDENCE": evidence} if evidence else {})}
+                sides[side] = (["--warehouse", uri, "--data-path", data, "--base-url", base], env)
+                run_sync(sys.executable, ROOT, sides[side][0], root / f"side-{number}", env)
+            for run in range(repeat):
+                for side, (lake, env) in sides.items():
+                    for models in (False, True):
+                        args = [*lake, "--namespace", namespace, *([] if models else ["--no-models"])]
+                        number = list(sides).index(side)
+                        wall, out = run_sync(sys.executable, ROOT, args, root / f"side-{number}", env)
+                        (_, _, _, fetch), = _OK.findall(out)
+                        key = f"{side}|{'models' if models else 'no-models'}"
+                        results["runs"].setdefault(key, []).append(
+                            {"wall": wall, "fetch": float(fetch), "fixed": wall - float(fetch)})
+                        (WORK / "lake_bucket.json").write_text(json.dumps(results, indent=2))
+                        print(f"{key} run {run + 1}: {wall - float(fetch):.2f}s", flush=True)
+    finally:
+        sandbox.terminate()
+        sandbox.wait(timeout=30)
+        cluster.stop()
+    return results
+
+
 def render_fixed_cost(results: dict[str, Any]) -> str:
     med = statistics.median
     lines = [f"| fixed cost of one namespace's run ({results['scale']}, "
@@ -212,16 +262,26 @@ def main(argv: list[str] | None = None) -> int:
                         help="measure one namespace's fixed cost on the lake instead")
     parser.add_argument("--fixed-cost-before", type=Path, default=None,
                         help="with --fixed-cost: a checkout of an earlier commit, with its .venv")
+    parser.add_argument("--bucket", action="store_true",
+                        help="with --fixed-cost: the data path on the local disk vs in a bucket "
+                             "(moto on 127.0.0.1), the evidence store too")
     parser.add_argument("--render", action="store_true",
                         help="only print the tables of the last run's JSON")
     args = parser.parse_args(argv)
     if args.render:
         if args.fixed_cost:
-            print(render_fixed_cost(json.loads((WORK / "lake_fixed.json").read_text())))
+            name = "lake_bucket.json" if args.bucket else "lake_fixed.json"
+            print(render_fixed_cost(json.loads((WORK / name).read_text())))
         else:
             print(render(json.loads((WORK / "lake.json").read_text())))
         return 0
     WORK.mkdir(parents=True, exist_ok=True)
+    if args.fixed_cost and args.bucket:
+        root = Path(tempfile.mkdtemp(prefix="diligence-bench-lake-bucket-"))
+        for number in range(3):
+            (root / f"side-{number}").mkdir()
+        print(render_fixed_cost(bucket_fixed_cost_run(args.repeat, args.scale, args.latency_ms, root)))
+        return 0
     if args.fixed_cost:
         sides = {"this checkout": (sys.executable, ROOT)}
         if args.fixed_cost_before is not None:

@@ -84,7 +84,7 @@ EvidenceOption = Annotated[
     str | None,
     typer.Option(
         "--evidence", envvar="DILIGENCE_EVIDENCE", show_default=False,
-        help="The evidence store: responses and manifests (default: config [evidence] path, else "
+        help="The evidence store: responses and manifests, a folder or s3://bucket/prefix/ (default: config [evidence] path, else "
         "beside the warehouse: data/warehouse.duckdb -> data/warehouse.evidence).",
     ),
 ]
