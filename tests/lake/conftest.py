@@ -12,6 +12,7 @@ import pytest
 
 from diligence.warehouse.location import WarehouseLocation, parse_location
 
+from .objectstore import ObjectStore, object_store
 from .postgres import PostgresCluster, PostgresUnavailable, new_cluster
 
 _databases = itertools.count(1)
@@ -43,3 +44,11 @@ def lake_location(postgres: PostgresCluster, tmp_path: Path) -> WarehouseLocatio
     return parse_location(
         "ducklake:postgres:" + postgres.create_database(dbname), tmp_path / "lakedata"
     )
+
+
+@pytest.fixture(scope="session")
+def bucket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
+    """An S3-compatible server (moto on 127.0.0.1, behind a relay a test can stop) with
+    one bucket and fresh credentials; each test works under a prefix of its own."""
+    with object_store(tmp_path_factory.mktemp("moto") / "moto.log") as store:
+        yield store

@@ -34,7 +34,7 @@ from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import requests_answered, sync
 from tests.processes import kill_when
 
-from .objectstore import ObjectStore, object_store
+from .objectstore import ObjectStore
 from .postgres import PostgresCluster
 from .test_lake_cli import AS_OF, analytics_rows
 from .test_lake_resume import CURRENT
@@ -50,12 +50,6 @@ REPO = Path(__file__).resolve().parents[2]
 def server() -> Iterator[SandboxServer]:
     with SandboxServer(scale="small") as sandbox:
         yield sandbox
-
-
-@pytest.fixture(scope="module")
-def bucket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
-    with object_store(tmp_path_factory.mktemp("moto") / "moto.log") as store:
-        yield store
 
 
 @pytest.fixture
@@ -165,7 +159,7 @@ def test_two_machines_share_the_lake_and_its_evidence_through_the_bucket(
     prefix = str(location.data_path).split("/", 3)[3]
     parquet = [key for key in bucket.keys(prefix) if key.endswith(".parquet")]
     assert len(parquet) >= 10
-    assert not list(tmp_path.glob("machine-*/**/*.parquet"))
+    assert not list(tmp_path.rglob("ducklake-*.parquet"))
 
     # one evidence chain in the bucket, two syncs sealed from two machines; the other verifies it
     syncs_prefix = evidence.split("/", 3)[3] + "syncs/"

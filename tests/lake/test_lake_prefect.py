@@ -1,9 +1,11 @@
-"""The fan-out deployment on real parts: a PostgreSQL catalog, a local Prefect server,
-the deployments of prefect.yaml, and two process workers. The parent run fans out one
-run per namespace, each taken by one of the workers, then builds the analytics once;
-the lake's analytics equal a file warehouse's built from the same sandbox. (The same
+"""The fan-out deployment on real parts: a PostgreSQL catalog, a bucket (moto on
+127.0.0.1) holding the lake's Parquet files and the evidence store, a local Prefect
+server, the deployments of prefect.yaml, and two process workers, each with its own HOME
+and the bucket's standard variables. The parent run fans out one run per namespace, each
+taken by one of the workers, then builds the analytics once; the lake's analytics equal
+a file warehouse's built from the same sandbox, and its rows are in the bucket. (The same
 namespace syncs and model build, run twice on one lake, add nothing the second time:
-test_lake_cli.)"""
+test_lake_cli; the lake on a local folder: test_lake_cli, test_lake_resume.)"""
 
 from __future__ import annotations
 
@@ -18,12 +20,13 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlo
 
 from diligence.analytics import rebuild_analytics
 from diligence.warehouse import lake
-from diligence.warehouse.location import WarehouseLocation
+from diligence.warehouse.location import WarehouseLocation, parse_location
 from flows.fanout import FANOUT_FLOW_NAME, NAMESPACE_FLOW_NAME
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import sync
 from tests.processes import PREFECT, REPO, base_env, start, stop, wait_for
 
+from .objectstore import ObjectStore
 from .test_lake_cli import analytics_rows
 
 pytestmark = pytest.mark.slow
@@ -51,9 +54,14 @@ def _cli(args: list[str], env: dict[str, str]) -> None:
 
 
 @pytest.mark.timeout(1200)
-def test_fanout_over_two_workers_into_a_lake(
-    prefect_api: str, server: SandboxServer, lake_location: WarehouseLocation, tmp_path: Path
+def test_fanout_over_two_workers_into_a_lake_in_a_bucket(
+    prefect_api: str, server: SandboxServer, lake_location: WarehouseLocation, tmp_path: Path,
+    bucket: ObjectStore, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    for variable, value in bucket.env().items():  # this process reads the lake too
+        monkeypatch.setenv(variable, value)
+    lake_location = parse_location(lake_location.uri, bucket.url("fanout/lake"))
+    evidence = bucket.url("fanout/evidence")
     env = base_env(tmp_path / "client-home") | {"PREFECT_API_URL": prefect_api,
                                                  "PWD": str(REPO)}
     _cli(["work-pool", "create", POOL, "--type", "process"], env)
@@ -68,6 +76,8 @@ def test_fanout_over_two_workers_into_a_lake(
                 "PREFECT_API_URL": prefect_api,
                 "SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
                 "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD,
+                "DILIGENCE_EVIDENCE": evidence,
+                **bucket.env(),
             }
             log = tmp_path / f"{name}.log"
             workers.append((start([str(PREFECT), "worker", "start", "--pool", POOL, "--type",
@@ -128,3 +138,7 @@ def test_fanout_over_two_workers_into_a_lake(
     for table in expected:
         assert actual[table] == expected[table], table
     assert list((tmp_path / "reports").rglob("report.html"))
+    assert [key for key in bucket.keys("fanout/lake/") if key.endswith(".parquet")]
+    assert not list(tmp_path.rglob("ducklake-*.parquet"))  # the lake's files: none on a disk
+    sealed = [key for key in bucket.keys("fanout/evidence/syncs/") if key.endswith(".manifest.gz")]
+    assert len(sealed) == 2  # one chain in the bucket: each namespace's run sealed its sync

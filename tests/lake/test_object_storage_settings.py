@@ -5,7 +5,6 @@ setting in one line before anything is written."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from diligence.warehouse import Warehouse
 from diligence.warehouse.location import parse_location
 from diligence.warehouse.storage import ObjectStorage, S3Url, object_storage, probe_writable
 
-from .objectstore import ObjectStore, object_store
+from .objectstore import ObjectStore
 
 LAKE = "ducklake:postgres:dbname=lake host=127.0.0.1 user=loader"
 AWS_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
@@ -29,12 +28,6 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     for name in AWS_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
-
-
-@pytest.fixture(scope="module")
-def bucket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
-    with object_store(tmp_path_factory.mktemp("moto") / "moto.log") as store:
-        yield store
 
 
 def test_the_standard_variables_win_over_the_warehouse_settings(clean_environment: pytest.MonkeyPatch) -> None:
