@@ -411,7 +411,7 @@ def kept_in_step(owner: Warehouse, *, modes: FileModes | None = None) -> Iterato
         bucket.pull()
     except Exception as exc:  # noqa: BLE001 - boto's errors, as one line
         raise EvidenceError(f"cannot read the evidence store {bucket.place}: "
-                            f"{scrub(_first_line(exc), storage)}") from None
+                            f"{scrub(_first_line(exc), storage)}", transient=True) from None
     stop = threading.Event()
 
     def beat() -> None:
