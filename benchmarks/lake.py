@@ -155,6 +155,18 @@ def file_run(python: str, cwd: Path, base: str, tmp: Path) -> dict[str, float]:
             "models": float(models.group(1)) if models else float("nan")}
 
 
+def _fixed_once(results: dict[str, Any], key: str, run: int,
+                sync: tuple[str, Path, list[str], Path, dict[str, str] | None], name: str) -> None:
+    """One sync (`sync`: the arguments of :func:`run_sync`); its fixed cost (the wall
+    minus the fetch) added to `results` under `key`, written to ``.work/<name>``."""
+    wall, out = run_sync(*sync)
+    (_, _, _, fetch), = _OK.findall(out)
+    results["runs"].setdefault(key, []).append(
+        {"wall": wall, "fetch": float(fetch), "fixed": wall - float(fetch)})
+    (WORK / name).write_text(json.dumps(results, indent=2))
+    print(f"{key} run {run + 1}: {wall - float(fetch):.2f}s", flush=True)
+
+
 def fixed_cost_run(sides: dict[str, tuple[str, Path]], repeat: int, scale: str,
                    latency_ms: float, root: Path) -> dict[str, Any]:
     """One namespace's fixed cost per side (``--no-models`` and with the models), the
@@ -176,13 +188,8 @@ def fixed_cost_run(sides: dict[str, tuple[str, Path]], repeat: int, scale: str,
             for side, (python, cwd) in sides.items():
                 for models in (False, True):
                     args = [*lake, "--namespace", namespace, *([] if models else ["--no-models"])]
-                    wall, out = run_sync(python, cwd, args, root)
-                    (_, _, _, fetch), = _OK.findall(out)
-                    key = f"{side}|{'models' if models else 'no-models'}"
-                    results["runs"].setdefault(key, []).append(
-                        {"wall": wall, "fetch": float(fetch), "fixed": wall - float(fetch)})
-                    (WORK / "lake_fixed.json").write_text(json.dumps(results, indent=2))
-                    print(f"{key} run {run + 1}: {wall - float(fetch):.2f}s", flush=True)
+                    _fixed_once(results, f"{side}|{'models' if models else 'no-models'}", run,
+                                (python, cwd, args, root, None), "lake_fixed.json")
     finally:
         sandbox.terminate()
         sandbox.wait(timeout=30)
@@ -219,14 +226,9 @@ def bucket_fixed_cost_run(repeat: int, scale: str, latency_ms: float, root: Path
                 for side, (lake, env) in sides.items():
                     for models in (False, True):
                         args = [*lake, "--namespace", namespace, *([] if models else ["--no-models"])]
-                        number = list(sides).index(side)
-                        wall, out = run_sync(sys.executable, ROOT, args, root / f"side-{number}", env)
-                        (_, _, _, fetch), = _OK.findall(out)
-                        key = f"{side}|{'models' if models else 'no-models'}"
-                        results["runs"].setdefault(key, []).append(
-                            {"wall": wall, "fetch": float(fetch), "fixed": wall - float(fetch)})
-                        (WORK / "lake_bucket.json").write_text(json.dumps(results, indent=2))
-                        print(f"{key} run {run + 1}: {wall - float(fetch):.2f}s", flush=True)
+                        folder = root / f"side-{list(sides).index(side)}"
+                        _fixed_once(results, f"{side}|{'models' if models else 'no-models'}", run,
+                                    (sys.executable, ROOT, args, folder, env), "lake_bucket.json")
     finally:
         sandbox.terminate()
         sandbox.wait(timeout=30)

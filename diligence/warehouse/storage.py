@@ -134,6 +134,19 @@ class ObjectStorage:
         """The values that must never be shown (see :func:`scrub`)."""
         return tuple(value for name in _SECRETS if (value := getattr(self, name)))
 
+    def addressing(self) -> dict[str, str]:
+        """Where and how the secret reaches the server: region, endpoint (host:port),
+        path-style off AWS, TLS (DuckDB's secret options, in lowercase)."""
+        options: dict[str, str] = {}
+        if self.region:
+            options["region"] = self.region
+        if self.endpoint_url:
+            options["endpoint"] = urlsplit(self.endpoint_url).netloc
+        if not self.is_aws:
+            options["url_style"] = "path"
+        options["use_ssl"] = "true" if self.use_ssl else "false"
+        return options
+
     def duckdb_secret_sql(self) -> str:
         """``CREATE OR REPLACE TEMPORARY SECRET``: held by one connection, in memory only."""
         options = ["type s3"]
@@ -143,13 +156,7 @@ class ObjectStorage:
                 options.append(f"session_token {sql_string(self.session_token)}")
         else:
             options.append("provider config")
-        if self.region:
-            options.append(f"region {sql_string(self.region)}")
-        if self.endpoint_url:
-            options.append(f"endpoint {sql_string(urlsplit(self.endpoint_url).netloc)}")
-        if not self.is_aws:
-            options.append("url_style 'path'")
-        options.append(f"use_ssl {'true' if self.use_ssl else 'false'}")
+        options += [_option(key, value) for key, value in self.addressing().items()]
         return f"create or replace temporary secret {SECRET_NAME} ({', '.join(options)})"
 
     def dbt_secret(self) -> tuple[dict[str, Any], dict[str, str]]:
@@ -166,27 +173,14 @@ class ObjectStorage:
             if self.session_token:
                 environment["DBT_ENV_SECRET_S3_SESSION_TOKEN"] = self.session_token
                 secret["session_token"] = "{{ env_var('DBT_ENV_SECRET_S3_SESSION_TOKEN') }}"
-        if self.region:
-            secret["region"] = self.region
-        if self.endpoint_url:
-            secret["endpoint"] = urlsplit(self.endpoint_url).netloc
-        if not self.is_aws:
-            secret["url_style"] = "path"
-        secret["use_ssl"] = "true" if self.use_ssl else "false"
-        return secret, environment
+        return secret | self.addressing(), environment
 
     def analyst_secret_sql(self) -> str:
         """The ``CREATE SECRET`` an analyst runs in the ``duckdb`` shell: their own keys
         from their environment (``getenv``), this endpoint and addressing."""
         options = ["TYPE s3", "KEY_ID getenv('AWS_ACCESS_KEY_ID')",
                    "SECRET getenv('AWS_SECRET_ACCESS_KEY')"]
-        if self.region:
-            options.append(f"REGION {sql_string(self.region)}")
-        if self.endpoint_url:
-            options.append(f"ENDPOINT {sql_string(urlsplit(self.endpoint_url).netloc)}")
-        if not self.is_aws:
-            options.append("URL_STYLE 'path'")
-        options.append(f"USE_SSL {'true' if self.use_ssl else 'false'}")
+        options += [_option(key.upper(), value) for key, value in self.addressing().items()]
         return f"CREATE SECRET ({', '.join(options)});"
 
     def client(self) -> Any:
@@ -209,6 +203,11 @@ class ObjectStorage:
                 max_pool_connections=32,
             ),
         )
+
+
+def _option(key: str, value: str) -> str:
+    """One option of ``CREATE SECRET``: a boolean bare, anything else a string literal."""
+    return f"{key} {value if value in ('true', 'false') else sql_string(value)}"
 
 
 def object_storage() -> ObjectStorage:
