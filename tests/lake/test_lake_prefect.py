@@ -142,3 +142,6 @@ def test_fanout_over_two_workers_into_a_lake_in_a_bucket(
     assert not list(tmp_path.rglob("ducklake-*.parquet"))  # the lake's files: none on a disk
     sealed = [key for key in bucket.keys("fanout/evidence/syncs/") if key.endswith(".manifest.gz")]
     assert len(sealed) == 2  # one chain in the bucket: each namespace's run sealed its sync
+    found = subprocess.run(["grep", "-rl", "--binary-files=text", bucket.secret, str(tmp_path)],
+                           capture_output=True, text=True)  # workers' logs, homes, reports
+    assert found.stdout == "", f"the secret key is in {found.stdout}"
