@@ -43,49 +43,33 @@ def _staged(snapshot: NamespaceSnapshot, table: str) -> Iterator[pa.Table]:
     yield from read_batches(snapshot.tables.get(table) or StagedTable(table))
 
 
-@dlt.resource(name="user_roles", columns=TABLE_COLUMNS["user_roles"], primary_key=list(CURRENT_STATE["user_roles"]), write_disposition={"disposition": "merge", "strategy": "delete-insert"})
-def user_roles(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
-    """The namespace's role: names and company types, inside and outside."""
-    yield from _staged(snapshot, "user_roles")
+def _staged_resource(table: str, doc: str, **hints: Any) -> DltResource:
+    """The resource that yields `table`'s staged rows of a namespace's snapshot (`doc`:
+    what they are; `hints`: its write disposition and keys)."""
+
+    def rows(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
+        yield from _staged(snapshot, table)
+
+    rows.__doc__ = doc
+    return dlt.resource(rows, name=table, columns=TABLE_COLUMNS[table], **hints)
 
 
 _SCD2 = {"disposition": "merge", "strategy": "scd2", "row_version_column_name": "content_hash"}
-
-
-@dlt.resource(name="questionnaire_templates", columns=TABLE_COLUMNS["questionnaire_templates"], write_disposition=_SCD2)
-def questionnaire_templates(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
-    """Templates (endpoint 8) of every company type the namespace reads."""
-    yield from _staged(snapshot, "questionnaire_templates")
-
-
-@dlt.resource(name="companies", columns=TABLE_COLUMNS["companies"], write_disposition=_SCD2)
-def companies(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
-    """The namespace's own company and each connection's company (endpoint 4)."""
-    yield from _staged(snapshot, "companies")
-
-
-@dlt.resource(name="connections", columns=TABLE_COLUMNS["connections"], write_disposition=_SCD2)
-def connections(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
-    """Listed connections (5) with their detail and reading rights (6)."""
-    yield from _staged(snapshot, "connections")
-
-
-@dlt.resource(name="questionnaires", columns=TABLE_COLUMNS["questionnaires"], write_disposition=_SCD2)
-def questionnaires(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
-    """Answers (7) of every readable (company, company type), forms as JSON text."""
-    yield from _staged(snapshot, "questionnaires")
-
-
-@dlt.resource(name="documents", columns=TABLE_COLUMNS["documents"], write_disposition=_SCD2)
-def documents(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
-    """Documents (10) of every readable (company, company type)."""
-    yield from _staged(snapshot, "documents")
-
-
-@dlt.resource(name="service_keys", columns=TABLE_COLUMNS["service_keys"], write_disposition=_SCD2)
-def service_keys(snapshot: NamespaceSnapshot) -> Iterator[pa.Table]:
-    """Every key path the service sent per endpoint, and whether it is modelled (see .keys)."""
-    yield from _staged(snapshot, "service_keys")
+_DATA_RESOURCES = {
+    "user_roles": _staged_resource(
+        "user_roles", "The namespace's role: names and company types, inside and outside.",
+        primary_key=list(CURRENT_STATE["user_roles"]),
+        write_disposition={"disposition": "merge", "strategy": "delete-insert"}),
+    **{table: _staged_resource(table, doc, write_disposition=_SCD2) for table, doc in (
+        ("questionnaire_templates", "Templates (endpoint 8) of every company type the namespace reads."),
+        ("companies", "The namespace's own company and each connection's company (endpoint 4)."),
+        ("connections", "Listed connections (5) with their detail and reading rights (6)."),
+        ("questionnaires", "Answers (7) of every readable (company, company type), forms as JSON text."),
+        ("documents", "Documents (10) of every readable (company, company type)."),
+        ("service_keys", "Every key path the service sent per endpoint, and whether it is "
+                         "modelled (see .keys)."),
+    )},
+}
 
 
 @dlt.resource(name="sync_issues", columns=TABLE_COLUMNS["sync_issues"], write_disposition="append")
@@ -100,15 +84,6 @@ def sync_runs(rows: list[dict[str, Any]]) -> Iterator[pa.Table]:
     yield pa.Table.from_pylist(rows, schema=arrow_schema("sync_runs"))
 
 
-_DATA_RESOURCES = {
-    "user_roles": user_roles,
-    "questionnaire_templates": questionnaire_templates,
-    "companies": companies,
-    "connections": connections,
-    "questionnaires": questionnaires,
-    "documents": documents,
-    "service_keys": service_keys,
-}
 assert set(_DATA_RESOURCES) == {*CURRENT_STATE, *HISTORY}
 #: Names of the data resources a run may select (the run log is always loaded;
 #: ``service_keys`` only with every other one, see WHOLE_RUN_ONLY).
