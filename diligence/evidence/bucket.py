@@ -32,6 +32,7 @@ step here. The bucket's objects mirror the folder's files::
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -100,6 +101,8 @@ class _Listing:
     #: sync id -> when its pieces or heartbeat were last written
     touched: dict[str, datetime] = field(default_factory=dict)
     head: bool = False
+    #: the store's relative path -> the bucket's ETag of the sealed manifests
+    etags: dict[str, str] = field(default_factory=dict)
 
 
 class EvidenceBucket:
@@ -178,6 +181,7 @@ class EvidenceBucket:
                 listing.head = True
             elif name.endswith(SEALED_SUFFIX) and "/" not in name:
                 listing.sealed.add(name.removesuffix(SEALED_SUFFIX))
+                listing.etags[f"{SYNCS}/{name}"] = item["ETag"]
             elif SUFFIX + PARTS in name:
                 sync_id, piece = name.split(SUFFIX + PARTS, 1)
                 if piece != LIVE:
@@ -198,9 +202,12 @@ class EvidenceBucket:
             handle.write(body)
         os.replace(temporary, path)
 
-    def _fetch_all(self, relatives: Iterable[str]) -> None:
-        """Copy in the objects at `relatives` this folder lacks (several at once)."""
-        missing = [r for r in dict.fromkeys(relatives) if not (self.local / r).is_file()]
+    def _fetch_all(self, relatives: Iterable[str], etags: dict[str, str] | None = None) -> None:
+        """Copy in the objects at `relatives` this folder lacks (several at once); with
+        `etags` (the bucket's, by relative path), also those whose bytes here differ
+        from the bucket's, so that what is read here is what the bucket holds."""
+        missing = [r for r in dict.fromkeys(relatives)
+                   if not (self.local / r).is_file() or _differs(self.local / r, (etags or {}).get(r))]
 
         def fetch(relative: str) -> None:
             body = self._get(relative)
@@ -228,7 +235,8 @@ class EvidenceBucket:
         every response and entries table too (what ``verify`` and a pack read)."""
         listing = self._listing()
         make_folder(self.syncs, self.modes)
-        self._fetch_all(f"{SYNCS}/{sync_id}{SEALED_SUFFIX}" for sync_id in listing.sealed)
+        self._fetch_all((f"{SYNCS}/{sync_id}{SEALED_SUFFIX}" for sync_id in listing.sealed),
+                        listing.etags if everything else None)
         if listing.head:
             head = self._get(f"{SYNCS}/{HEAD}")
             if head is not None:
@@ -254,12 +262,16 @@ class EvidenceBucket:
             manifest = read_manifest(path)
             if manifest is not None:
                 responses += _response_files(manifest.entries)
+        etags: dict[str, str] | None = None
         if everything:
-            objects, _now = self._list(ENTRIES + "/")
-            tables += [o["Key"][len(self.place.prefix):] for o in objects]
-            objects, _now = self._list(RESPONSES + "/")
-            responses += [o["Key"][len(self.place.prefix):] for o in objects]
-        self._fetch_all(tables + responses)
+            etags = {}
+            for folder, found in ((ENTRIES, tables), (RESPONSES, responses)):
+                objects, _now = self._list(folder + "/")
+                for item in objects:
+                    relative = item["Key"][len(self.place.prefix):]
+                    found.append(relative)
+                    etags[relative] = item["ETag"]
+        self._fetch_all(tables + responses, etags)
 
     def _written_here(self, local: Path) -> bool:
         manifest = read_manifest(local)
@@ -366,6 +378,15 @@ class EvidenceBucket:
             yield
         finally:
             self._client.delete_object(Bucket=self.place.bucket, Key=self._key(key))
+
+
+def _differs(path: Path, etag: str | None) -> bool:
+    """True when the bucket's `etag` of an object written in one piece (its bytes' MD5)
+    is not that of the file at `path`; a multipart ETag, or none, is not compared."""
+    etag = (etag or "").strip('"')
+    if not etag or "-" in etag:
+        return False
+    return hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest() != etag
 
 
 def _response_files(entries: Iterable[Entry]) -> list[str]:

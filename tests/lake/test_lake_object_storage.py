@@ -170,6 +170,15 @@ def test_two_machines_share_the_lake_and_its_evidence_through_the_bucket(
     outputs += [verified.stdout, verified.stderr]
     assert verified.returncode == 0, verified.stderr + verified.stdout
     assert "verified 2 syncs" in verified.stdout
+    # a response altered in the bucket is named, also by a machine that holds a copy of it
+    import gzip
+
+    key = next(k for k in bucket.keys(evidence.split("/", 3)[3] + "responses/"))
+    bucket.client().put_object(Bucket=bucket.bucket, Key=key, Body=gzip.compress(b'{"altered": true}'))
+    altered = _run(["verify"], two)
+    outputs += [altered.stdout, altered.stderr]
+    sha = key.rsplit("/", 1)[1].removesuffix(".gz")
+    assert altered.returncode != 0 and f"response {sha} was altered" in altered.stdout + altered.stderr
 
     # analysts: the printed lines, their own keys, DuckDB's shell, read-only
     printed = built.stdout[built.stdout.index("INSTALL ducklake"):].strip()
