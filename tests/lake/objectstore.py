@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.processes import free_port
+from tests.processes import free_port, stop
 
 START_TIMEOUT_SECONDS = 60
 MOTO = Path(sys.executable).with_name("moto_server")
@@ -164,9 +164,4 @@ def object_store(log: Path) -> Iterator[ObjectStore]:
         yield store
     finally:
         relay.stop()
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
