@@ -68,6 +68,21 @@ DataPathOption = Annotated[
     ),
 ]
 
+BaseUrlOption = Annotated[
+    str | None, typer.Option("--base-url", help="Service URL (default: dlt config base_url).")
+]
+NamespacesOption = Annotated[
+    list[str] | None,
+    typer.Option("--namespace", "-n",
+                 help="Company ID of a namespace; repeat for several (default: all)."),
+]
+
+
+
+def out_option(help: str) -> Any:
+    """The `--out`/`-o` option of a command that writes a file or folder."""
+    return typer.Option("--out", "-o", help=help)
+
 
 # Exit codes (CONTRACT.md: 0 on success, non-zero on failure), all in `handle_errors`,
 # one per kind of error whatever the command: our errors carry theirs (`exit_code`:

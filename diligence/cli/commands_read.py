@@ -30,6 +30,7 @@ from .base import (
     app,
     handle_errors,
     out,
+    out_option,
 )
 
 __all__ = ["dbt_profile", "docs", "export", "report", "status"]
@@ -40,11 +41,9 @@ __all__ = ["dbt_profile", "docs", "export", "report", "status"]
 def dbt_profile(
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
-    out_file: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Add (or replace) the `diligence` profile in this "
-                     "profiles.yml, keeping its other profiles, instead of printing it."),
-    ] = None,
+    out_file: Annotated[Path | None, out_option(
+        "Add (or replace) the `diligence` profile in this profiles.yml, keeping its other "
+        "profiles, instead of printing it.")] = None,
 ) -> None:
     """Print a dbt profiles.yml for the warehouse in use, for your own dbt runs in sql/
     (`cd sql && dbt build --select custom`), or merge it into one with --out. It holds no
@@ -64,9 +63,7 @@ def dbt_profile(
 def docs(
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
-    out_dir: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder for the docs site.")
-    ] = Path("reports/dbt-docs"),
+    out_dir: Annotated[Path, out_option("Folder for the docs site.")] = Path("reports/dbt-docs"),
 ) -> None:
     """Generate dbt's docs site (every model, column, test and source, with the lineage
     graph) as one self-contained index.html: open it from disk, no server needed."""
@@ -86,7 +83,7 @@ def export(
     format: Annotated[
         str, typer.Option("--format", "-f", metavar=f"<{'|'.join(Format)}>", help=f"{' or '.join(Format)}.")
     ] = Format.csv.value,
-    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for the report files.")] = Path(
+    out_dir: Annotated[Path, out_option("Folder for the report files.")] = Path(
         "reports"
     ),
     warehouse: WarehouseOption = None,
@@ -170,9 +167,7 @@ def status(
 def report(
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
-    out_file: Annotated[
-        Path, typer.Option("--out", "-o", help="HTML file to write.")
-    ] = Path("reports/report.html"),
+    out_file: Annotated[Path, out_option("HTML file to write.")] = Path("reports/report.html"),
 ) -> None:
     """Write one self-contained HTML report of the warehouse (opens without network).
 

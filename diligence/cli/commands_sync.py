@@ -19,8 +19,10 @@ from .base import (
     _AS_OF_SLACK,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    BaseUrlOption,
     DataPathOption,
     EvidenceOption,
+    NamespacesOption,
     WarehouseOption,
     _parse_as_of,
     _password_from_stdin,
@@ -44,16 +46,11 @@ __all__ = ["check", "models", "sync"]
 @app.command()
 @handle_errors
 def sync(
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", help="Service URL (default: dlt config base_url).")
-    ] = None,
+    base_url: BaseUrlOption = None,
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
     evidence: EvidenceOption = None,
-    namespace: Annotated[
-        list[str] | None,
-        typer.Option("--namespace", "-n", help="Company ID to sync; repeat for several (default: all)."),
-    ] = None,
+    namespace: NamespacesOption = None,
     no_models: Annotated[bool, typer.Option("--no-models", help="Skip building the models.")] = False,
     download_documents: Annotated[
         Path | None,
@@ -168,13 +165,8 @@ def _nothing_loaded(sync: Any) -> None:
 @app.command()
 @handle_errors
 def check(
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", help="Service URL (default: dlt config base_url).")
-    ] = None,
-    namespace: Annotated[
-        list[str] | None,
-        typer.Option("--namespace", "-n", help="Company ID to check; repeat for several (default: all)."),
-    ] = None,
+    base_url: BaseUrlOption = None,
+    namespace: NamespacesOption = None,
     password_stdin: Annotated[
         bool, typer.Option("--password-stdin", help="Read the password from standard input.")
     ] = False,
