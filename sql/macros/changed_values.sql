@@ -12,3 +12,16 @@
         '{}'
     )
 {%- endmacro %}
+
+{#-
+    attributes(columns, old, new): the list of {'name', 'old', 'new'} structs that
+    changed_values reads, one per entry name -> column of `columns`, the column's value in
+    the relations `old` and `new`.
+-#}
+{% macro attributes(columns, old, new) -%}
+    [
+        {%- for name, column in columns.items() %}
+        {'name': '{{ name }}', 'old': {{ old }}.{{ column }}, 'new': {{ new }}.{{ column }}}{{ ',' if not loop.last }}
+        {%- endfor %}
+    ]
+{%- endmacro %}

@@ -39,7 +39,14 @@ sync_runs as (
 ),
 
 connection_versions as (
-    select * from {{ ref('stg_connection_versions') }}
+    select
+        *,
+        -- the reading rights given and received, as the change's old / new value
+        cast(to_json({
+            'given': list_sort(given_company_type_ids),
+            'received': list_sort(received_company_type_ids)
+        }) as varchar) as rights
+    from {{ ref('stg_connection_versions') }}
     where is_history_kept
 ),
 
@@ -89,38 +96,17 @@ syncs as (
 ),
 
 -- connections --------------------------------------------------------------------------
-connection_starts as (
-    {{ versions_at_syncs('connection_versions', 'valid_from') }}
-),
-
-connection_ends as (
-    {{ versions_at_syncs('connection_versions', 'valid_to') }}
-),
+{{ starts_and_ends('connection', 'connection_versions') }},
 
 connection_transitions as (
     select
-        coalesce(starts.sync_id, ends.sync_id) as sync_id,
-        coalesce(starts.detected_at, ends.detected_at) as detected_at,
-        coalesce(starts.namespace_company_id, ends.namespace_company_id) as namespace_company_id,
-        coalesce(starts.company_id, ends.company_id) as company_id,
-        case
-            when ends.company_id is not null then cast(to_json({
-                'given': list_sort(ends.given_company_type_ids),
-                'received': list_sort(ends.received_company_type_ids)
-            }) as varchar)
-        end as old_rights,
-        case
-            when starts.company_id is not null then cast(to_json({
-                'given': list_sort(starts.given_company_type_ids),
-                'received': list_sort(starts.received_company_type_ids)
-            }) as varchar)
-        end as new_rights,
+        {{ either_side(['sync_id', 'detected_at', 'namespace_company_id', 'company_id']) }},
+        ends.rights as old_rights,
+        starts.rights as new_rights,
         starts.response_sha256
     from connection_ends as ends
     full outer join connection_starts as starts
-        on starts.namespace_company_id = ends.namespace_company_id
-        and starts.company_id = ends.company_id
-        and starts.detected_at = ends.detected_at
+        on {{ same(['namespace_company_id', 'company_id', 'detected_at'], 'starts', 'ends') }}
 ),
 
 connection_changes as (
@@ -154,22 +140,10 @@ company_pairs as (
         syncs.synced_at as detected_at,
         new.namespace_company_id,
         new.company_id,
-        [
-            {'name': 'name', 'old': old.company_name, 'new': new.company_name},
-            {'name': 'country', 'old': old.country, 'new': new.country},
-            {'name': 'city', 'old': old.city, 'new': new.city},
-            {'name': 'lei', 'old': old.lei, 'new': new.lei},
-            {'name': 'cin', 'old': old.cin, 'new': new.cin}
-        ] as attributes,
+        {{ attributes({'name': 'company_name', 'country': 'country', 'city': 'city', 'lei': 'lei',
+                       'cin': 'cin'}, 'old', 'new') }} as attributes,
         new.response_sha256
-    from company_versions as new
-    join syncs
-        on syncs.namespace_company_id = new.namespace_company_id
-        and syncs.synced_at = new.valid_from
-    join company_versions as old
-        on old.namespace_company_id = new.namespace_company_id
-        and old.company_id = new.company_id
-        and old.valid_to = new.valid_from
+    {{ replaced_at_syncs('company_versions', ['namespace_company_id', 'company_id']) }}
 ),
 
 company_changes as (
@@ -216,43 +190,25 @@ answer_rows as (
 ),
 
 -- documents -----------------------------------------------------------------------------
-document_starts as (
-    {{ versions_at_syncs('document_versions', 'valid_from') }}
-),
-
-document_ends as (
-    {{ versions_at_syncs('document_versions', 'valid_to') }}
-),
+{{ starts_and_ends('document', 'document_versions') }},
 
 document_transitions as (
     select
-        coalesce(starts.sync_id, ends.sync_id) as sync_id,
-        coalesce(starts.detected_at, ends.detected_at) as detected_at,
-        starts.previous_synced_at,
-        coalesce(starts.namespace_company_id, ends.namespace_company_id) as namespace_company_id,
-        coalesce(starts.company_id, ends.company_id) as company_id,
-        coalesce(starts.company_type_id, ends.company_type_id) as company_type_id,
-        coalesce(starts.document_id, ends.document_id) as document_id,
+        {{ either_side(['sync_id', 'detected_at', 'namespace_company_id', 'company_id',
+                        'company_type_id', 'document_id']) }},
         ends.document_id is not null as was_listed,
         ends.end_reason,
         starts.document_id is not null as is_listed,
         ends.document_name as old_name,
         starts.document_name as new_name,
-        [
-            {'name': 'name', 'old': ends.document_name, 'new': starts.document_name},
-            {'name': 'category', 'old': ends.category, 'new': starts.category},
-            {'name': 'type', 'old': ends.type, 'new': starts.type},
-            {'name': 'issueDate', 'old': ends.issue_date_text, 'new': starts.issue_date_text},
-            {'name': 'expirationDate', 'old': ends.expiration_date_text, 'new': starts.expiration_date_text}
-        ] as attributes,
+        {{ attributes({'name': 'document_name', 'category': 'category', 'type': 'type',
+                       'issueDate': 'issue_date_text', 'expirationDate': 'expiration_date_text'},
+                      'ends', 'starts') }} as attributes,
         starts.response_sha256
     from document_ends as ends
     full outer join document_starts as starts
-        on starts.namespace_company_id = ends.namespace_company_id
-        and starts.company_id = ends.company_id
-        and starts.company_type_id = ends.company_type_id
-        and starts.document_id = ends.document_id
-        and starts.detected_at = ends.detected_at
+        on {{ same(['namespace_company_id', 'company_id', 'company_type_id', 'document_id',
+                    'detected_at'], 'starts', 'ends') }}
 ),
 
 -- a (company, company type) the previous sync could not read (403/404): what it lists
@@ -275,19 +231,9 @@ document_changes as (
         transitions.company_id,
         transitions.company_type_id,
         transitions.document_id,
-        case
-            when not transitions.was_listed then 'document_added'
-            when not transitions.is_listed then 'document_removed'
-            else 'document_changed'
-        end as change_kind,
-        case
-            when not transitions.is_listed then transitions.old_name
-            when transitions.was_listed then {{ changed_values('transitions.attributes', 'old') }}
-        end as old_value,
-        case
-            when not transitions.was_listed then transitions.new_name
-            when transitions.is_listed then {{ changed_values('transitions.attributes', 'new') }}
-        end as new_value,
+        {{ presence_change('document', 'transitions.was_listed', 'transitions.is_listed',
+                           'transitions.old_name', 'transitions.new_name',
+                           'transitions.attributes') }},
         transitions.response_sha256
     from document_transitions as transitions
     where
@@ -407,43 +353,26 @@ template_pairs as (
         new.company_type_id,
         old.valid_from as old_valid_from,
         new.valid_from as new_valid_from
-    from template_versions as new
-    join syncs
-        on syncs.namespace_company_id = new.namespace_company_id
-        and syncs.synced_at = new.valid_from
-    join template_versions as old
-        on old.namespace_company_id = new.namespace_company_id
-        and old.company_type_id = new.company_type_id
-        and old.valid_to = new.valid_from
+    {{ replaced_at_syncs('template_versions', ['namespace_company_id', 'company_type_id']) }}
 ),
 
-template_old_fields as (
-    select template_pairs.*, template_fields.* exclude (namespace_company_id, company_type_id)
+template_pair_fields as (
+    -- the fields of both versions of a pair; is_new: of the new version
+    select
+        template_pairs.*,
+        template_fields.valid_from = template_pairs.new_valid_from as is_new,
+        template_fields.* exclude (namespace_company_id, company_type_id)
     from template_pairs
     join template_fields
-        on template_fields.namespace_company_id = template_pairs.namespace_company_id
-        and template_fields.company_type_id = template_pairs.company_type_id
-        and template_fields.valid_from = template_pairs.old_valid_from
-    where template_fields.field_id is not null
-),
-
-template_new_fields as (
-    select template_pairs.*, template_fields.* exclude (namespace_company_id, company_type_id)
-    from template_pairs
-    join template_fields
-        on template_fields.namespace_company_id = template_pairs.namespace_company_id
-        and template_fields.company_type_id = template_pairs.company_type_id
-        and template_fields.valid_from = template_pairs.new_valid_from
+        on {{ same(['namespace_company_id', 'company_type_id'], 'template_fields', 'template_pairs') }}
+        and template_fields.valid_from in (template_pairs.old_valid_from, template_pairs.new_valid_from)
     where template_fields.field_id is not null
 ),
 
 template_compared as (
     select
-        coalesce(new.sync_id, old.sync_id) as sync_id,
-        coalesce(new.detected_at, old.detected_at) as detected_at,
-        coalesce(new.namespace_company_id, old.namespace_company_id) as namespace_company_id,
-        coalesce(new.company_type_id, old.company_type_id) as company_type_id,
-        coalesce(new.field_id, old.field_id) as field_id,
+        {{ either_side(['sync_id', 'detected_at', 'namespace_company_id', 'company_type_id',
+                        'field_id'], new='new', old='old') }},
         old.field_id is not null as was_there,
         new.field_id is not null as is_there,
         old.field_label as old_label,
@@ -455,12 +384,10 @@ template_compared as (
              'new': cast(to_json(new.field_options) as varchar)}
         ] as attributes,
         new.response_sha256
-    from template_old_fields as old
-    full outer join template_new_fields as new
-        on new.namespace_company_id = old.namespace_company_id
-        and new.company_type_id = old.company_type_id
-        and new.detected_at = old.detected_at
-        and new.field_id = old.field_id
+    from (select * from template_pair_fields where not is_new) as old
+    full outer join (select * from template_pair_fields where is_new) as new
+        on {{ same(['namespace_company_id', 'company_type_id', 'detected_at', 'field_id'],
+                   'new', 'old') }}
 ),
 
 template_changes as (
@@ -470,19 +397,8 @@ template_changes as (
         namespace_company_id,
         company_type_id,
         field_id,
-        case
-            when not was_there then 'template_field_added'
-            when not is_there then 'template_field_removed'
-            else 'template_field_changed'
-        end as change_kind,
-        case
-            when not is_there then old_label
-            when was_there then {{ changed_values('attributes', 'old') }}
-        end as old_value,
-        case
-            when not was_there then new_label
-            when is_there then {{ changed_values('attributes', 'new') }}
-        end as new_value,
+        {{ presence_change('template_field', 'was_there', 'is_there', 'old_label', 'new_label',
+                           'attributes') }},
         response_sha256
     from template_compared
     where not was_there or not is_there or {{ changed_values('attributes', 'new') }} is not null
@@ -499,19 +415,11 @@ keys_recorded as (
         and (key_versions.valid_to is null or key_versions.valid_to > syncs.previous_synced_at)
 ),
 
-key_starts as (
-    {{ versions_at_syncs('key_versions', 'valid_from') }}
-),
-
-key_ends as (
-    {{ versions_at_syncs('key_versions', 'valid_to') }}
-),
+{{ starts_and_ends('key', 'key_versions') }},
 
 key_changes as (
     select
-        coalesce(starts.sync_id, ends.sync_id) as sync_id,
-        coalesce(starts.detected_at, ends.detected_at) as detected_at,
-        coalesce(starts.namespace_company_id, ends.namespace_company_id) as namespace_company_id,
+        {{ either_side(['sync_id', 'detected_at', 'namespace_company_id']) }},
         coalesce(starts.key_path, ends.key_path) as field_id,
         case when ends.key_path is null then 'service_key_added' else 'service_key_removed' end
             as change_kind,
@@ -520,10 +428,7 @@ key_changes as (
         starts.response_sha256
     from key_ends as ends
     full outer join key_starts as starts
-        on starts.namespace_company_id = ends.namespace_company_id
-        and starts.endpoint = ends.endpoint
-        and starts.key_path = ends.key_path
-        and starts.detected_at = ends.detected_at
+        on {{ same(['namespace_company_id', 'endpoint', 'key_path', 'detected_at'], 'starts', 'ends') }}
     join keys_recorded
         on keys_recorded.sync_id = coalesce(starts.sync_id, ends.sync_id)
         and keys_recorded.namespace_company_id
