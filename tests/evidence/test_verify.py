@@ -69,6 +69,13 @@ def _verify(warehouse: Path, *extra: str) -> tuple[int, list[str], str]:
     return result.returncode, result.stderr.splitlines(), result.stdout
 
 
+def _failures(warehouse: Path, *extra: str) -> list[str]:
+    """The error lines of a `verify` that failed (exit code 1)."""
+    code, errors, _ = _verify(warehouse, *extra)
+    assert code == 1, errors
+    return errors
+
+
 def _sealed(warehouse: Path) -> list[Path]:
     return sorted((_store(warehouse) / "syncs").glob("*.manifest.gz"))
 
@@ -96,8 +103,7 @@ def test_a_row_edited_is_named_with_its_table_key_and_response(history: Path, tm
     con.execute("update raw.companies set name = 'Someone Else Ltd' where namespace_company_id = ? "
                 "and company_id = ? and _dlt_valid_to is null", [ns, company])
     con.close()
-    code, errors, _ = _verify(warehouse)
-    assert code == 1
+    errors = _failures(warehouse)
     assert errors == [f"raw.companies namespace {ns} company {company} (version from {since.isoformat()}) was "
                       f"edited: name differs from its response {sha[:12]}"]
 
@@ -107,8 +113,7 @@ def test_a_response_altered_is_named_by_its_hash(history: Path, tmp_path: Path) 
     path = sorted((_store(warehouse) / "responses").rglob("*.gz"))[3]
     body = gzip.decompress(path.read_bytes()).replace(b'"', b"'", 1)
     path.write_bytes(gzip.compress(body))
-    code, errors, _ = _verify(warehouse)
-    assert code == 1
+    errors = _failures(warehouse)
     assert errors == [f"response {path.name.removesuffix('.gz')} was altered: its bytes hash to "
                       f"{hashlib.sha256(body).hexdigest()}"]
 
@@ -120,8 +125,7 @@ def test_a_response_deleted_is_named_with_the_sync_and_request_that_read_it(hist
     path.unlink()
     first = next(m for m in map(read_manifest, _sealed(warehouse)) if m and any(e.sha256 == sha for e in m.entries))
     entry = next(e for e in first.entries if e.sha256 == sha)
-    code, errors, _ = _verify(warehouse)
-    assert code == 1
+    errors = _failures(warehouse)
     assert errors == [f"response {sha} of sync {first.sync_id} (GET {entry.path}) is missing"]
 
 
@@ -131,9 +135,8 @@ def test_a_manifest_edited_is_named_by_its_sync(history: Path, tmp_path: Path) -
     document = orjson.loads(gzip.decompress(first.read_bytes()))
     document["outcomes"] = []  # as if no namespace had been committed
     first.write_bytes(gzip.compress(orjson.dumps(document)))
-    code, errors, _ = _verify(warehouse)
+    errors = _failures(warehouse)
     sync_id = first.name.removesuffix(".manifest.gz")
-    assert code == 1
     assert errors == [f"the manifest of sync {sync_id} was edited: its content does not hash to its seal"]
 
 
@@ -143,8 +146,7 @@ def test_a_manifests_table_of_entries_altered_is_named(history: Path, tmp_path: 
     table = orjson.loads(gzip.decompress(first.read_bytes()))["entries"]
     path = _store(warehouse) / "entries" / table[:2] / f"{table}.gz"
     path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes()).replace(b"200", b"404", 1)))
-    code, errors, _ = _verify(warehouse)
-    assert code == 1
+    errors = _failures(warehouse)
     assert errors[0] == (f"the manifest of sync {first.name.removesuffix('.manifest.gz')}: its table of "
                          f"entries {table} was altered")
 
@@ -155,8 +157,7 @@ def test_a_manifest_removed_is_named_by_the_sync_after_it(history: Path, tmp_pat
     removed = read_manifest(first)
     assert removed is not None and removed.seal is not None
     first.unlink()
-    code, errors, _ = _verify(warehouse)
-    assert code == 1
+    errors = _failures(warehouse)
     assert errors[0] == (f"the manifest sealed before {second.name.removesuffix('.manifest.gz')} is missing "
                          f"(hash {removed.seal['hash'][:12]})")
     # the answer that changed: its first version was read by the removed sync only
@@ -168,9 +169,8 @@ def test_the_last_manifest_removed_is_named_by_head(history: Path, tmp_path: Pat
     warehouse = _copy(history, tmp_path)
     last = _sealed(warehouse)[-1]
     last.unlink()
-    code, errors, _ = _verify(warehouse)
+    errors = _failures(warehouse)
     head = (_store(warehouse) / "syncs" / "HEAD").read_text().split()[0]
-    assert code == 1
     assert errors[0] == (f"HEAD names sync {last.name.removesuffix('.manifest.gz')} ({head[:12]}), whose "
                          "manifest is missing")
 
@@ -180,8 +180,7 @@ def test_a_head_kept_elsewhere_is_checked(history: Path, tmp_path: Path) -> None
     first_hash = read_store(_store(warehouse)).ordered()[0].seal["hash"]  # type: ignore[index]
     assert _verify(warehouse, "--head", first_hash)[0] == 0  # an older head is in the chain too
     assert _verify(warehouse, "--head", first_hash[:12])[0] == 0
-    code, errors, _ = _verify(warehouse, "--head", "ab" * 32)
-    assert code == 1
+    errors = _failures(warehouse, "--head", "ab" * 32)
     assert errors == [f"the head kept elsewhere ({'ab' * 32}) is not in the chain: the chain was rewritten, "
                       "or its manifests removed"]
 
@@ -192,8 +191,8 @@ def test_more_than_twenty_problems_are_twenty_lines_and_a_count(history: Path, t
     con.execute("update raw.documents set category = 'edited'")
     edited = con.execute("select count(*) from raw.documents where response_sha256 is not null").fetchone()[0]
     con.close()
-    code, errors, _ = _verify(warehouse)
-    assert code == 1 and edited > 20
+    errors = _failures(warehouse)
+    assert edited > 20
     assert len(errors) == 21
     assert all(line.startswith("raw.documents ") and " was edited: category differs from its response " in line
                for line in errors[:20])
@@ -212,8 +211,7 @@ def test_a_sync_on_a_broken_chain_says_so_in_one_line_and_records_it(
     said = [line for line in result.stderr.splitlines() if "evidence chain is broken" in line]
     assert len(said) == 1 and f"the head's manifest (sync {last_id}) is missing or not readable" in said[0]
     assert "the chain was broken before it (recorded: see `diligence verify`)" in result.stdout
-    code, errors, _ = _verify(warehouse)
-    assert code == 1
+    errors = _failures(warehouse)
     new = _sealed(warehouse)[-1].name.removesuffix(".manifest.gz")
     assert errors[0] == (f"the manifest sealed before {new} is missing (hash {head[:12]}) (its seal records the "
                          f"break: the head's manifest (sync {last_id}) is missing or not readable)")

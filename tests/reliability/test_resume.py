@@ -105,6 +105,25 @@ def _kill_at(server: SandboxServer, warehouse: Path, requests: int | None) -> in
     return requests_answered(server)
 
 
+def _kill_slowed(server: SandboxServer, warehouse: Path, requests: int) -> None:
+    """`_kill_at` with every answer 2 ms late, so that the kill falls near `requests`."""
+    server.faults.latency_ms = 2
+    try:
+        _kill_at(server, warehouse, requests)
+    finally:
+        server.faults.latency_ms = 0
+
+
+def _sync_afresh(server: SandboxServer, warehouse: Path, caplog: pytest.LogCaptureFixture) -> Any:
+    """A complete sync into `warehouse` from a reset service, its evidence's warnings in
+    `caplog`."""
+    _reset(server)
+    with caplog.at_level("WARNING", logger="diligence.evidence"):
+        result = sync(server, warehouse, settings={"max_concurrency": CONCURRENCY})
+    assert not result.failed
+    return result
+
+
 def test_sigkill_at_several_points_then_the_rerun_is_exact_and_asks_only_what_is_missing(
         service: SandboxServer, clean: tuple[dict[str, Any], int], tmp_path: Path) -> None:
     expected, full = clean
@@ -142,11 +161,7 @@ def test_a_torn_manifest_tail_is_dropped_and_the_rest_is_kept(
         service: SandboxServer, clean: tuple[dict[str, Any], int], tmp_path: Path) -> None:
     expected, full = clean
     warehouse = tmp_path / "warehouse.duckdb"
-    service.faults.latency_ms = 2
-    try:
-        _kill_at(service, warehouse, full // 3)
-    finally:
-        service.faults.latency_ms = 0
+    _kill_slowed(service, warehouse, full // 3)
     [torn] = _unsealed(warehouse)
     before = {j.namespace: j.requests_kept for j in resumable_namespaces(Warehouse(warehouse))}
     assert before
@@ -165,19 +180,12 @@ def test_a_manifest_of_another_account_is_not_resumed(
         caplog: pytest.LogCaptureFixture) -> None:
     expected, full = clean
     warehouse = tmp_path / "warehouse.duckdb"
-    service.faults.latency_ms = 2
-    try:
-        _kill_at(service, warehouse, full // 2)
-    finally:
-        service.faults.latency_ms = 0
+    _kill_slowed(service, warehouse, full // 2)
     assert resumable_namespaces(Warehouse(warehouse))
     # Same service and namespaces, but the manifest says another login wrote it.
     for path in _unsealed(warehouse):
         _rewrite_account(path, account_digest(service.base_url, "someone-else@example.com"))
-    _reset(service)
-    with caplog.at_level("WARNING", logger="diligence.evidence"):
-        result = sync(service, warehouse, settings={"max_concurrency": CONCURRENCY})
-    assert not result.failed
+    result = _sync_afresh(service, warehouse, caplog)
     assert sum(o.requests_kept for o in result.namespaces) == 0
     assert not result.not_read_again
     assert "written for another account" in caplog.text
@@ -190,18 +198,11 @@ def test_a_manifest_copied_into_another_warehouses_store_is_not_resumed_with_a_l
     expected, full = clean
     killed, other = tmp_path / "killed" / "warehouse.duckdb", tmp_path / "other" / "warehouse.duckdb"
     killed.parent.mkdir()
-    service.faults.latency_ms = 2
-    try:
-        _kill_at(service, killed, full // 2)
-    finally:
-        service.faults.latency_ms = 0
+    _kill_slowed(service, killed, full // 2)
     other.parent.mkdir()
     shutil.copytree(_syncs(killed).parent, _syncs(other).parent)  # the same account, URL and selection
     assert resumable_namespaces(Warehouse(other))
-    _reset(service)
-    with caplog.at_level("WARNING", logger="diligence.evidence"):
-        result = sync(service, other, settings={"max_concurrency": CONCURRENCY})
-    assert not result.failed
+    result = _sync_afresh(service, other, caplog)
     assert sum(o.requests_kept for o in result.namespaces) == 0  # "resuming" nothing of the other's
     assert f"it was written for another warehouse ({killed.resolve()})" in caplog.text
     assert state(other) == expected
@@ -212,19 +213,12 @@ def test_a_manifest_whose_header_is_damaged_is_named_in_one_line_and_kept_aside(
         caplog: pytest.LogCaptureFixture) -> None:
     expected, full = clean
     warehouse = tmp_path / "warehouse.duckdb"
-    service.faults.latency_ms = 2
-    try:
-        _kill_at(service, warehouse, full // 2)
-    finally:
-        service.faults.latency_ms = 0
+    _kill_slowed(service, warehouse, full // 2)
     [damaged] = _unsealed(warehouse)
     data = bytearray(damaged.read_bytes())
     data[12] ^= 0xFF  # a byte of the header's payload: its checksum no longer matches
     damaged.write_bytes(bytes(data))
-    _reset(service)
-    with caplog.at_level("WARNING", logger="diligence.evidence"):
-        result = sync(service, warehouse, settings={"max_concurrency": CONCURRENCY})
-    assert not result.failed
+    _sync_afresh(service, warehouse, caplog)
     lines = [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()]
     assert lines == [f"the manifest {damaged} cannot be read (its header is damaged): it is kept aside "
                      f"as {damaged.name}.damaged, and its namespaces are read afresh"]

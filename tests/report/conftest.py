@@ -13,7 +13,7 @@ from diligence.analytics import rebuild_analytics
 from diligence.steps import report_step
 from diligence.warehouse import Warehouse
 from sandbox.server import SandboxServer
-from tests.helpers import copy_warehouse, sync
+from tests.helpers import copy_warehouse, query, sync
 
 
 @dataclass
@@ -70,3 +70,27 @@ def synced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synced]:
     report = report_step(Warehouse(warehouse), folder / "report.html").path
     yield Synced(warehouse, first_sync, report, (company, type_id, field_id), changed, deleted,
                  (ns, removed))
+
+
+def headline_totals(warehouse: Path) -> dict[str, int]:
+    """The report's headline counts, from the marts themselves (never counting the
+    namespaces' own companies as counterparties, whose expired and expiring documents are
+    `own_expiring`)."""
+    (row,) = query(
+        warehouse,
+        """
+        select (select count(distinct company_id) from analytics.connections),
+               (select count(*) from analytics.questionnaire_completeness where not is_own_company),
+               (select count(*) from analytics.answers where is_answered and not is_own_company),
+               (select count(*) from analytics.document_expiry
+                where expiry_status = 'expired' and not is_own_company),
+               (select count(*) from analytics.document_expiry
+                where expiry_status = 'expiring' and not is_own_company),
+               (select count(*) from analytics.document_expiry
+                where expiry_status in ('expired', 'expiring') and is_own_company),
+               (select count(*) from analytics.sync_issues)
+        """,
+    )
+    keys = ("counterparties", "questionnaires", "answered_fields", "expired", "expiring",
+            "own_expiring", "sync_issues")
+    return dict(zip(keys, row, strict=True))

@@ -81,6 +81,22 @@ def first_finished_run(client: SyncPrefectClient, deployment: str) -> FlowRun | 
     return next((run for run in runs if run.state is not None and run.state.is_final()), None)
 
 
+def assert_scheduled_run_loaded(api_url: str, deployment: str, runner: subprocess.Popen[bytes],
+                                warehouse: Path, log: Path) -> None:
+    """Wait for the first run of `deployment` that `runner` (a `diligence schedule` or a
+    Prefect worker) finished, check it with :func:`assert_loaded`, then stop the runner."""
+    try:
+        with SyncPrefectClient(api_url) as client:
+            run = wait_for(
+                f"a scheduled run of {deployment}",
+                lambda: first_finished_run(client, f"{FLOW_NAME}/{deployment}"),
+                runner, log, RUN_SECONDS,
+            )
+            assert_loaded(run, client, warehouse, log)
+    finally:
+        stop(runner)
+
+
 def assert_loaded(run: FlowRun, client: SyncPrefectClient, warehouse: Path, log: Path) -> None:
     """The run was made by the scheduler, completed, and filled the configured warehouse
     with the configured expiry window."""
@@ -115,16 +131,7 @@ def test_diligence_schedule_fires_on_its_cron_into_the_configured_warehouse(
         log,
         cwd=workdir,
     )
-    try:
-        with SyncPrefectClient(scheduling_api) as client:
-            run = wait_for(
-                "a scheduled run of the served deployment",
-                lambda: first_finished_run(client, f"{FLOW_NAME}/{DEPLOYMENT_NAME}"),
-                process, log, RUN_SECONDS,
-            )
-            assert_loaded(run, client, warehouse, log)
-    finally:
-        stop(process)
+    assert_scheduled_run_loaded(scheduling_api, DEPLOYMENT_NAME, process, warehouse, log)
     assert not (workdir / "data").exists(), "the run wrote the default warehouse, not the configured one"
 
 
@@ -148,13 +155,4 @@ def test_prefect_yaml_deployment_fires_on_a_worker_into_the_configured_warehouse
     workdir.mkdir()
     log = tmp_path / "worker.log"
     worker = start([str(PREFECT), "worker", "start", "--pool", pool], env, log, cwd=workdir)
-    try:
-        with SyncPrefectClient(scheduling_api) as client:
-            run = wait_for(
-                "a scheduled run of company-connections-daily",
-                lambda: first_finished_run(client, f"{FLOW_NAME}/company-connections-daily"),
-                worker, log, RUN_SECONDS,
-            )
-            assert_loaded(run, client, warehouse, log)
-    finally:
-        stop(worker)
+    assert_scheduled_run_loaded(scheduling_api, "company-connections-daily", worker, warehouse, log)
