@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .harness import ROOT, WORK_DIR, child_env, machine, median, sandbox
-from .results_file import write_part
+from .results_file import publish
 
 PART = "evidence"
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -144,10 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = {"cost": cost(args.scale, args.latency_ms, args.repeat), "growth": growth(args.scale, args.syncs)}
     m = machine()
     results["machine"] = {"date": m.date, "cores": m.cores, "load_average": m.load_average}
-    (WORK_DIR / "evidence.json").write_text(json.dumps(results, indent=2))
-    text = render(results)
-    print(text)
-    write_part(args.out, PART, text)
+    publish(results, WORK_DIR / "evidence.json", args.out, PART, render(results))
     return 0
 
 

@@ -7,9 +7,11 @@ scripts wrote, and the hand-written ones, stay as they are.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
-__all__ = ["write_part"]
+__all__ = ["publish", "write_part"]
 
 
 def write_part(out: Path, name: str, text: str, *, new_at_top: bool = False) -> None:
@@ -30,3 +32,12 @@ def write_part(out: Path, name: str, text: str, *, new_at_top: bool = False) -> 
         updated = current.rstrip("\n") + "\n\n" + block + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(updated, encoding="utf-8")
+
+
+def publish(results: Any, raw: Path, out: Path, name: str, text: str) -> None:
+    """A benchmark's end: its raw figures as JSON in `raw`, `text` as the part `name` of
+    `out` (see :func:`write_part`) and on stdout."""
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(json.dumps(results, indent=2))
+    write_part(out, name, text)
+    print(text)

@@ -24,7 +24,6 @@ figures: ``benchmarks/.work/resume.json``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import subprocess
@@ -39,7 +38,7 @@ import duckdb
 import httpx
 
 from .harness import ROOT, WORK_DIR, child_env, machine, median, sandbox
-from .results_file import write_part
+from .results_file import publish
 
 PART = "resume"
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -159,10 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     WORK_DIR.mkdir(parents=True, exist_ok=True)
     results = run(args.scale, args.rate_limit, args.repeat, args.kill_at)
-    (WORK_DIR / "resume.json").write_text(json.dumps(results, indent=2))
-    text = render(results)
-    print(text)
-    write_part(args.out, PART, text)
+    publish(results, WORK_DIR / "resume.json", args.out, PART, render(results))
     return 0
 
 
