@@ -19,11 +19,10 @@ demo: install
 	$(BIN)/diligence demo
 
 # Three pytest workers (pytest-xdist), a test file each at a time (a whole folder for the
-# folders that share costly fixtures: tests/conftest.py), the longest first (in the
-# collection's order, not xdist's): most tests wait on a server or a subprocess, so three
-# keep both cores busy; the slowest are listed.
+# folders that share costly fixtures: tests/conftest.py): most tests wait on a server or
+# a subprocess, so three keep both cores busy; the slowest are listed.
 test: install browser postgres
-	$(BIN)/pytest -n 3 --dist loadgroup --no-loadscope-reorder --durations=20
+	$(BIN)/pytest -n 3 --dist loadgroup --durations=20
 
 # Headless Chromium for the report's browser test (tests/report): Debian's package,
 # installed when missing (as root, or through sudo).

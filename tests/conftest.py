@@ -25,18 +25,8 @@ WHOLE_FOLDERS = ("tests/cli", "tests/flows", "tests/lake", "tests/report")
 PREFECT_SERVER_GROUP = "tests/flows"
 
 
-#: The groups that take minutes of a worker, the longest first. `make test` hands the
-#: groups out in the order of the collection (``--no-loadscope-reorder``), and the
-#: collection puts these first, then the groups with `slow` tests (a server, a subprocess:
-#: most take 20 s or more), then the rest: the longest start at once and the many short
-#: files fill the workers' ends, instead of a 90 s test starting last (xdist's own order
-#: is by the number of tests in a group).
-LONGEST_GROUPS = ("tests/lake", "tests/flows", "tests/cli")
-
-
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    groups: dict[str, list[pytest.Item]] = {}
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         folder = path.rsplit("/", 1)[0]
@@ -45,15 +35,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         else:
             group = folder if folder in WHOLE_FOLDERS else path
         item.add_marker(pytest.mark.xdist_group(group))
-        groups.setdefault(group, []).append(item)
-
-    def rank(group: str) -> int:
-        if group in LONGEST_GROUPS:
-            return LONGEST_GROUPS.index(group)
-        slow = any(item.get_closest_marker("slow") for item in groups[group])
-        return len(LONGEST_GROUPS) + (0 if slow else 1)
-
-    items[:] = [item for group in sorted(groups, key=rank) for item in groups[group]]
 
 
 #: the sandbox's "today" for the whole run: its documents' dates and answers follow it
