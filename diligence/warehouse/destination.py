@@ -148,16 +148,25 @@ class FileSqlClient(_GivenConnection):
     """dlt's DuckDB SQL client on a DuckDB file's given connection."""
 
 
-class FileClient(DuckDbClient):
-    """dlt's DuckDB job client, loading through a :class:`FileSqlClient`."""
+class _GivenConnectionClient(DuckDbClient):
+    """dlt's DuckDB job client, loading through the SQL client `given_sql_client` (a
+    :class:`_GivenConnection`) instead of dlt's own."""
+
+    given_sql_client: type[_GivenConnection]
 
     def __init__(
         self, schema: Schema, config: DuckDbClientConfiguration, capabilities: DestinationCapabilitiesContext
     ) -> None:
         super().__init__(schema, config, capabilities)
-        self.sql_client = FileSqlClient(
+        self.sql_client = self.given_sql_client(
             self.sql_client.dataset_name, self.sql_client.staging_dataset_name, config.credentials, capabilities
         )
+
+
+class FileClient(_GivenConnectionClient):
+    """dlt's DuckDB job client, loading through a :class:`FileSqlClient`."""
+
+    given_sql_client = FileSqlClient
 
 
 class DuckDbDestination(duckdb):
@@ -207,16 +216,10 @@ class LakeSqlClient(_GivenConnection):
         return self.capabilities.escape_identifier(name) if quote else name
 
 
-class LakeClient(DuckDbClient):
+class LakeClient(_GivenConnectionClient):
     """dlt's DuckDB job client, loading through a :class:`LakeSqlClient`."""
 
-    def __init__(
-        self, schema: Schema, config: DuckDbClientConfiguration, capabilities: DestinationCapabilitiesContext
-    ) -> None:
-        super().__init__(schema, config, capabilities)
-        self.sql_client = LakeSqlClient(
-            self.sql_client.dataset_name, self.sql_client.staging_dataset_name, config.credentials, capabilities
-        )
+    given_sql_client = LakeSqlClient
 
 
 class LakeDestination(DuckDbDestination):
