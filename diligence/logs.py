@@ -71,6 +71,16 @@ class TerminalTextFilter(logging.Filter):
         return True
 
 
+class LoadJobRetryFilter(logging.Filter):
+    """Drops dlt's records of a load job it retries or gives up on ("Transient exception
+    in job ...", "Job for ... retried in load ...", "Job for ... failed terminally ..."),
+    each a traceback of dozens of lines. dlt retries the job itself; a load that fails
+    after all is the step's one `error:` line, naming the statement that failed."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("Transient exception in job ", "Job for "))
+
+
 #: `verbosity` of :func:`configure_logging`
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 
@@ -82,7 +92,9 @@ def configure_logging(
 
     `verbosity` QUIET logs errors only; VERBOSE logs ours at DEBUG (each request and
     retry of the client, per-namespace progress), dlt still at WARNING; `debug` logs
-    ours at DEBUG and dlt at INFO. Secrets are masked in every record either way.
+    ours at DEBUG and dlt at INFO. dlt's retries of its load jobs (a traceback each) show
+    only with VERBOSE or `debug` (:class:`LoadJobRetryFilter`). Secrets are masked in
+    every record either way.
     """
     # a log that cannot be written (dbt's dbt.log on a full disk) is no traceback on
     # stderr: the step's own error says what went wrong, in one line (--debug: shown)
@@ -100,6 +112,11 @@ def configure_logging(
     elif verbosity == QUIET:
         ours = logging.ERROR
     logging.getLogger("diligence").setLevel(ours)
-    logging.getLogger("dlt").setLevel(logging.INFO if debug else logging.WARNING if verbosity != QUIET else logging.ERROR)
+    dlt_logger = logging.getLogger("dlt")
+    dlt_logger.setLevel(logging.INFO if debug else logging.WARNING if verbosity != QUIET else logging.ERROR)
+    for old in [f for f in dlt_logger.filters if isinstance(f, LoadJobRetryFilter)]:
+        dlt_logger.removeFilter(old)
+    if not debug and verbosity != VERBOSE:  # --verbose and --debug show dlt's job retries
+        dlt_logger.addFilter(LoadJobRetryFilter())
     for noisy in ("httpx", "httpcore", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -126,3 +126,31 @@ def test_json_summary_carries_no_raw_control_character(tmp_path) -> None:  # typ
                          tmp_path / "summary.json")
     text = path.read_text()
     assert "\x1b" not in text and json.loads(text)["namespaces"][0]["error"] == HOSTILE
+
+
+def test_dlts_load_job_retries_show_only_when_verbose() -> None:
+    """dlt logs each retry of a load job with its traceback; a user sees the step's one
+    `error:` line instead, and the retries with --verbose or --debug."""
+    import logging
+
+    from diligence.logs import VERBOSE, configure_logging
+
+    dlt_logger = logging.getLogger("dlt")
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    dlt_logger.addHandler(handler)
+    try:
+        for verbosity in (0, VERBOSE):
+            configure_logging(verbosity=verbosity)
+            dlt_logger.error("Transient exception in job companies.1.parquet in file x")
+            dlt_logger.warning("Job for companies.1.parquet retried in load 1 with message Traceback")
+            dlt_logger.warning("schema warning that stays")
+    finally:
+        dlt_logger.removeHandler(handler)
+        configure_logging()
+        logging.getLogger().handlers[:] = []
+    assert seen == ["schema warning that stays",
+                    "Transient exception in job companies.1.parquet in file x",
+                    "Job for companies.1.parquet retried in load 1 with message Traceback",
+                    "schema warning that stays"]
