@@ -28,6 +28,7 @@ from .base import (
     _say,
     _warehouse,
     app,
+    err,
     handle_errors,
     out,
     out_option,
@@ -136,6 +137,7 @@ def status(
     """Last syncs with their outcome, row counts per table, open sync issues, freshness,
     failed sync attempts, and whether a sync is running now."""
     # start-up (dbt 2.1 s of imports): DuckDB and dbt load when the command runs
+    from ..evidence.bucket import pull_chain_of
     from .status import (
         collect_status,
         evidence_status,
@@ -148,6 +150,12 @@ def status(
     if owner.is_lake:
         _require_data(owner)
     data = collect_status(owner)
+    # an evidence store in a bucket: its chain copied in first, so that the head and the
+    # counts are the bucket's, not this machine's last sync's
+    unread = pull_chain_of(owner)
+    if unread is not None:
+        err.print(f"warning: {unread}; the evidence shown is this machine's copy",
+                  highlight=False, markup=False)
     data["resumable"] = resumable_status(owner)
     data["evidence"] = evidence_status(owner)
     if sources and data["state"] == "ready":

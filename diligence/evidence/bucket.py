@@ -64,7 +64,8 @@ from ..warehouse import Warehouse
 from ..warehouse.lock import process_alive
 from ..warehouse.storage import ObjectStorage, S3Url, object_storage, scrub
 
-__all__ = ["EvidenceBucket", "bucket_of", "heartbeat_seconds", "kept_in_step", "pull_everything"]
+__all__ = ["EvidenceBucket", "bucket_of", "heartbeat_seconds", "kept_in_step", "pull_chain_of",
+           "pull_everything"]
 
 log = logging.getLogger("diligence.evidence")
 
@@ -230,9 +231,9 @@ class EvidenceBucket:
             list(pool.map(send, wanted))
 
     # -- pull ------------------------------------------------------------------------
-    def pull(self, *, everything: bool = False) -> None:
-        """Bring this machine's copy in step (see the module docstring); `everything`:
-        every response and entries table too (what ``verify`` and a pack read)."""
+    def pull_chain(self, *, everything: bool = False) -> _Listing:
+        """Copy in the chain: the sealed manifests this machine lacks (`everything`: and
+        those whose bytes differ from the bucket's) and the head. Returns the listing."""
         listing = self._listing()
         make_folder(self.syncs, self.modes)
         self._fetch_all((f"{SYNCS}/{sync_id}{SEALED_SUFFIX}" for sync_id in listing.sealed),
@@ -241,6 +242,12 @@ class EvidenceBucket:
             head = self._get(f"{SYNCS}/{HEAD}")
             if head is not None:
                 self._write_local(f"{SYNCS}/{HEAD}", head)
+        return listing
+
+    def pull(self, *, everything: bool = False) -> None:
+        """Bring this machine's copy in step (see the module docstring); `everything`:
+        every response and entries table too (what ``verify`` and a pack read)."""
+        listing = self.pull_chain(everything=everything)
         for sync_id in listing.sealed:  # sealed elsewhere: no longer this machine's to seal
             (self.syncs / f"{sync_id}{SUFFIX}").unlink(missing_ok=True)
         for sync_id, pieces in listing.parts.items():
@@ -409,6 +416,20 @@ def pull_everything(owner: Warehouse) -> None:
     except Exception as exc:  # noqa: BLE001 - boto's errors, as one line
         raise EvidenceError(f"cannot read the evidence store {bucket.place}: "
                             f"{scrub(_first_line(exc), bucket.storage)}") from None
+
+
+def pull_chain_of(owner: Warehouse) -> str | None:
+    """Copy in the chain of `owner`'s evidence bucket (nothing for a folder), for
+    ``diligence status``: None, or why the bucket could not be read (this machine's copy
+    is shown then)."""
+    bucket = bucket_of(owner)
+    if bucket is None:
+        return None
+    try:
+        bucket.pull_chain()
+    except Exception as exc:  # noqa: BLE001 - boto's errors, as one line
+        return f"cannot read {bucket.place}: {scrub(_first_line(exc), bucket.storage)}"
+    return None
 
 
 def bucket_of(owner: Warehouse, *, modes: FileModes | None = None) -> EvidenceBucket | None:

@@ -15,6 +15,7 @@ each worker process has its own working folder and HOME.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -166,6 +167,14 @@ def test_two_machines_share_the_lake_and_its_evidence_through_the_bucket(
     sealed = [k for k in bucket.keys(syncs_prefix) if k.endswith(".manifest.gz")]
     assert len(sealed) == 2 and bucket.keys(syncs_prefix + "HEAD")
     assert not [k for k in bucket.keys(syncs_prefix) if ".parts/" in k or k.endswith(".chain-lock")]
+    # `status` on either machine shows the bucket's chain, not only its own sync
+    head = bucket.client().get_object(Bucket=bucket.bucket, Key=syncs_prefix + "HEAD")["Body"].read()
+    for machine in (one, two):
+        shown = _run(["status", "--json"], machine)
+        outputs += [shown.stdout, shown.stderr]
+        assert shown.returncode == 0, shown.stderr
+        kept = json.loads(shown.stdout)["evidence"]
+        assert (kept["syncs"], kept["head"]) == (2, head.decode().split()[0]), kept
     verified = _run(["verify"], two)
     outputs += [verified.stdout, verified.stderr]
     assert verified.returncode == 0, verified.stderr + verified.stdout
@@ -292,3 +301,28 @@ def test_the_bucket_gone_mid_load_fails_in_one_line_and_the_rerun_is_exact(
     assert _current(location) == expected
     _no_secret_anywhere(bucket, [tmp_path], [first.stdout, first.stderr, out, err,
                                              rerun.stdout, rerun.stderr])
+
+
+def test_status_without_the_evidence_bucket_shows_this_machines_copy_with_a_line(
+        server: SandboxServer, bucket: ObjectStore, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SOURCES__", "DILIGENCE_", "AWS_", "XDG_", "EVIDENCE__"))}
+    env.update(bucket.env(), HOME=str(tmp_path), PYTHONPATH=str(REPO),
+               DILIGENCE_WAREHOUSE=str(work / "warehouse.duckdb"),
+               DILIGENCE_EVIDENCE=bucket.url("status_offline/evidence"),
+               SOURCES__COMPANY_CONNECTIONS__EMAIL=DEFAULT_EMAIL,
+               SOURCES__COMPANY_CONNECTIONS__PASSWORD=DEFAULT_PASSWORD)
+    synced = _run(["sync", "--no-models", "--base-url", server.base_url], (work, env))
+    assert synced.returncode == 0, synced.stderr
+    bucket.relay.stop()
+    try:
+        shown = _run(["status", "--json"], (work, env))
+    finally:
+        bucket.relay.start()
+    assert shown.returncode == 0, shown.stderr
+    [line] = shown.stderr.splitlines()
+    assert line.startswith("warning: cannot read s3://") and line.endswith(
+        "; the evidence shown is this machine's copy"), line
+    assert json.loads(shown.stdout)["evidence"]["syncs"] == 1
