@@ -287,7 +287,7 @@ def invoke(
             default_target=target,
             read_only=read_only,
         )
-    ) as profiles_dir, _catalog_password(location), _storage_secret(location):
+    ) as profiles_dir, _secrets_in_environment(location):
         # imported under the lock, as the warm-up does: two threads importing dbt's
         # modules at once can each get one of them half-initialised
         from dbt.adapters.duckdb.connections import DuckDBConnectionManager
@@ -494,29 +494,17 @@ def _checkout_lock(project_dir: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _catalog_password(location: WarehouseLocation) -> Iterator[None]:
-    """PGPASSWORD from the lake's conninfo while dbt runs (it is kept out of the profile)."""
+def _secrets_in_environment(location: WarehouseLocation) -> Iterator[None]:
+    """The secrets the profile leaves out, in the environment while dbt runs, as before
+    it afterwards: a lake's catalog password as ``PGPASSWORD`` (libpq reads it), and for
+    a data path in S3 the object storage's keys as ``DBT_ENV_SECRET_*`` (the profile
+    names them with ``env_var``; dbt scrubs such variables from its logs and artifacts)."""
+    environment: dict[str, str] = {}
     password = parse_conninfo(location.conninfo).get("password") if location.is_lake and location.conninfo else None
-    if not password:
-        yield
-        return
-    previous = os.environ.get("PGPASSWORD")
-    os.environ["PGPASSWORD"] = password
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop("PGPASSWORD", None)
-        else:
-            os.environ["PGPASSWORD"] = previous
-
-
-@contextlib.contextmanager
-def _storage_secret(location: WarehouseLocation) -> Iterator[None]:
-    """The object storage's keys in ``DBT_ENV_SECRET_*`` while dbt runs, for a lake whose
-    data path is in S3: the profile names them with ``env_var`` (never their values), and
-    dbt scrubs such variables from its logs and artifacts."""
-    environment = object_storage().dbt_secret()[1] if is_s3_url(location.data_path) else {}
+    if password:
+        environment["PGPASSWORD"] = password
+    if is_s3_url(location.data_path):
+        environment.update(object_storage().dbt_secret()[1])
     previous = {name: os.environ.get(name) for name in environment}
     os.environ.update(environment)
     try:

@@ -133,6 +133,10 @@ class EvidenceBucket:
     def syncs(self) -> Path:
         return self.local / SYNCS
 
+    def unreadable(self, exc: BaseException) -> str:
+        """One line for a bucket that could not be read (boto's error, no secret in it)."""
+        return f"cannot read the evidence store {self.place}: {scrub(_first_line(exc), self.storage)}"
+
     # -- the bucket's objects --------------------------------------------------------
     def _key(self, relative: str) -> str:
         return self.place.key(relative)
@@ -414,8 +418,7 @@ def pull_everything(owner: Warehouse) -> None:
     try:
         bucket.pull(everything=True)
     except Exception as exc:  # noqa: BLE001 - boto's errors, as one line
-        raise EvidenceError(f"cannot read the evidence store {bucket.place}: "
-                            f"{scrub(_first_line(exc), bucket.storage)}") from None
+        raise EvidenceError(bucket.unreadable(exc)) from None
 
 
 def pull_chain_of(owner: Warehouse) -> str | None:
@@ -428,7 +431,7 @@ def pull_chain_of(owner: Warehouse) -> str | None:
     try:
         bucket.pull_chain()
     except Exception as exc:  # noqa: BLE001 - boto's errors, as one line
-        return f"cannot read {bucket.place}: {scrub(_first_line(exc), bucket.storage)}"
+        return bucket.unreadable(exc)
     return None
 
 
@@ -452,8 +455,7 @@ def kept_in_step(owner: Warehouse, *, modes: FileModes | None = None) -> Iterato
     try:
         bucket.pull()
     except Exception as exc:  # noqa: BLE001 - boto's errors, as one line
-        raise EvidenceError(f"cannot read the evidence store {bucket.place}: "
-                            f"{scrub(_first_line(exc), storage)}", transient=True) from None
+        raise EvidenceError(bucket.unreadable(exc), transient=True) from None
     stop = threading.Event()
 
     def beat() -> None:

@@ -38,7 +38,6 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any, AnyStr, ClassVar, Optional
 
-import duckdb as duckdb_errors
 from dlt.common.destination import DestinationCapabilitiesContext
 from dlt.common.destination.dataset import DBApiCursor
 from dlt.common.destination.reference import DestinationReference
@@ -52,7 +51,7 @@ from dlt.destinations.sql_client import raise_database_error
 from dlt.destinations.typing import DBTransaction
 
 from .lake import DEFAULT_ALIAS
-from .sql import aborted, failed_statement
+from .sql import reporting_aborts
 
 __all__ = ["DuckDbDestination", "FileClient", "FileSqlClient", "LakeClient", "LakeDestination", "LakeSqlClient"]
 
@@ -78,16 +77,11 @@ class _GivenConnection(DuckDbSqlClient):
         connection = self.credentials.external_conn()
         if connection is None:
             return super().open_connection()
-        try:
+        # an earlier job's statement may have aborted the owner's transaction: its error
+        # is the cause to report (a bucket gone, a full disk), not "transaction aborted"
+        with reporting_aborts(connection):
             for name, value in (self.credentials.local_config or {}).items():
                 connection.execute(f"set session {name} = ?", [value])
-        except duckdb_errors.TransactionException:
-            # an earlier job's statement aborted the owner's transaction: that error is
-            # the cause to report (a bucket gone, a full disk), not "transaction aborted"
-            first = aborted(connection)
-            if first is not None:
-                raise first from None
-            raise
         self._conn, self._given = connection, True
         return connection
 
@@ -131,16 +125,8 @@ class _GivenConnection(DuckDbSqlClient):
         parameters = args or kwargs or None
         if parameters:
             query = query.replace("%s", "?")
-        try:
+        with reporting_aborts(self._conn):
             cursor = self._conn.execute(query, parameters)  # type: ignore[union-attr]
-        except duckdb_errors.TransactionException:
-            first = aborted(self._conn)
-            if first is not None:
-                raise first from None
-            raise
-        except duckdb_errors.Error as exc:
-            failed_statement(self._conn, exc)
-            raise
         yield self.cursor_impl(cursor)  # type: ignore[arg-type]
 
 

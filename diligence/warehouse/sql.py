@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["aborted", "aborting_error", "failed_statement", "sql_identifier", "sql_string", "table_names", "transaction"]
+__all__ = ["aborting_error", "reporting_aborts", "sql_identifier", "sql_string", "table_names", "transaction"]
 
 #: a connection (by id) -> the error of its last failed statement in the open transaction
 _last_failure: dict[int, BaseException] = {}
@@ -54,19 +54,26 @@ def _forget(con: Any) -> None:
     _aborted.pop(id(con), None)
 
 
-def failed_statement(con: Any, error: BaseException) -> None:
-    """Record that a statement in the open :func:`transaction` of `con` failed with
-    `error` (a probe that fails leaves the transaction sound; one that aborts it is
-    known by the "aborted" error of the statement after it, see :func:`aborted`)."""
-    _last_failure[id(con)] = error
+@contextlib.contextmanager
+def reporting_aborts(con: Any) -> Iterator[None]:
+    """Statements of `con` in its open :func:`transaction`: one that fails is recorded;
+    one that finds the transaction aborted by an earlier failure raises that failure's
+    error instead of DuckDB's "transaction is aborted" (a probe that fails leaves the
+    transaction sound: only the statement after it tells)."""
+    import duckdb  # start-up: see transaction()
 
-
-def aborted(con: Any) -> BaseException | None:
-    """Called when a statement of `con` found its transaction aborted: the failed
-    statement before it is what aborted it; returns that error (None: unknown)."""
-    if id(con) not in _aborted and id(con) in _last_failure:
-        _aborted[id(con)] = _last_failure[id(con)]
-    return _aborted.get(id(con))
+    try:
+        yield
+    except duckdb.TransactionException:
+        if id(con) not in _aborted and id(con) in _last_failure:
+            _aborted[id(con)] = _last_failure[id(con)]
+        first = _aborted.get(id(con))
+        if first is not None:
+            raise first from None
+        raise
+    except duckdb.Error as exc:
+        _last_failure[id(con)] = exc
+        raise
 
 
 def aborting_error(con: Any) -> BaseException | None:

@@ -323,6 +323,6 @@ def test_status_without_the_evidence_bucket_shows_this_machines_copy_with_a_line
         bucket.relay.start()
     assert shown.returncode == 0, shown.stderr
     [line] = shown.stderr.splitlines()
-    assert line.startswith("warning: cannot read s3://") and line.endswith(
+    assert line.startswith("warning: cannot read the evidence store s3://") and line.endswith(
         "; the evidence shown is this machine's copy"), line
     assert json.loads(shown.stdout)["evidence"]["syncs"] == 1

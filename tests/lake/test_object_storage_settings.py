@@ -89,7 +89,7 @@ def test_the_dbt_profile_names_the_keys_and_holds_neither(clean_environment: pyt
     assert "very-secret" not in text and "AKIAEXAMPLE" not in text
     assert "env_var(" in text and "DBT_ENV_SECRET_S3_SECRET" in text and "url_style: path" in text
     assert "DBT_ENV_SECRET_S3_SECRET" in dbt.profile_yaml(location)
-    with dbt._storage_secret(location):
+    with dbt._secrets_in_environment(location):
         import os
 
         assert os.environ["DBT_ENV_SECRET_S3_SECRET"] == "very-secret"
