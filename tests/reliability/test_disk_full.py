@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.cli.helpers import run
 from tests.helpers import queries
 from tests.processes import REPO
 
@@ -61,16 +62,17 @@ def synced(tmpfs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmpfs: each test starts from a copy of it on the tmpfs."""
     kept = tmp_path_factory.mktemp("synced") / "data"
     with SandboxServer(scale="small") as server:
-        done = _diligence(["sync", "--base-url", server.base_url, "-w", str(kept / "w.duckdb")], kept.parent)
+        done = run(["sync", "--base-url", server.base_url, "-w", str(kept / "w.duckdb")], kept.parent, CREDENTIALS)
     assert done.returncode == 0, done.stderr[-3000:]
     return kept
 
 
-def _diligence(args: list[str], cwd: Path, *runner: str) -> subprocess.CompletedProcess[str]:
+def _filling_the_disk(phase: str, filler: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """`diligence ARGS` as a process whose disk fills at the start of `phase`
+    (:mod:`tests.reliability.diskfull`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DILIGENCE_"))}
-    command = [sys.executable, "-m", *(runner or ("entry",)), *args] if runner else \
-        [str(Path(sys.executable).with_name("diligence")), *args]
-    return subprocess.run(command, cwd=REPO if runner else cwd, env=env | CREDENTIALS | {"COLUMNS": "1000"},
+    return subprocess.run([sys.executable, "-m", "tests.reliability.diskfull", phase, str(filler), "--", *args],
+                          cwd=REPO, env=env | CREDENTIALS | {"COLUMNS": "1000"},
                           capture_output=True, text=True, timeout=300)
 
 
@@ -99,8 +101,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing(synced: Path, tmpfs: Path, ph
     try:
         with SandboxServer(scale="small") as server:
             _revise(server)
-            failed = _diligence([phase, str(filler), "--", "sync", "--base-url", server.base_url,
-                                 "-w", str(warehouse)], data, "tests.reliability.diskfull")
+            failed = _filling_the_disk(phase, filler, ["sync", "--base-url", server.base_url, "-w", str(warehouse)])
             assert failed.returncode == 1, (failed.stdout[-2000:], failed.stderr[-3000:])
             lines = [line for line in failed.stderr.splitlines() if line.startswith("error:")]
             assert len(lines) == 1, failed.stderr[-3000:]
@@ -117,7 +118,8 @@ def test_a_full_disk_is_one_line_and_loses_nothing(synced: Path, tmpfs: Path, ph
             assert _digest(published) == copy_before
             assert not list(data.glob(".w-analytics.duckdb.*"))  # no temporary copy left
             # space freed: the next sync completes, the revision reaches the analysts' copy
-            again = _diligence(["sync", "--base-url", server.base_url, "-w", str(warehouse)], data)
+            # (in this process: only the failing sync's process is the point)
+            again = run(["sync", "--base-url", server.base_url, "-w", str(warehouse)], data, CREDENTIALS)
             assert again.returncode == 0, again.stderr[-3000:]
         revised = queries(published, {"": "select count(*) from analytics.answers "
                                              "where answer_text = 'revised while the disk was full'"})
