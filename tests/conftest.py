@@ -80,3 +80,27 @@ def prefect_server_api(prefect_server_home: Path) -> Iterator[str]:
     about 16 s of CPU to start, 9 of them migrating its new database.)"""
     with prefect_server(prefect_server_home, startup_seconds=120) as api_url:
         yield api_url
+
+
+#: the tests of this process that use the session's Prefect server and have not ended
+_prefect_server_users: set[str] | None = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Stop the session's Prefect server (and what depends on it: the flows' harness
+    drains its logs and events first) once the last test of this process that uses it
+    has ended, not at the end of the session: idle, it costs about 0.1 CPU core, and
+    under `make test` its group ends minutes before the others. A run where some of its
+    users went to another worker (not ``--dist loadgroup``) keeps it to the end."""
+    global _prefect_server_users
+    yield
+    if _prefect_server_users is None:
+        _prefect_server_users = {test.nodeid for test in item.session.items
+                                 if "prefect_server_api" in getattr(test, "fixturenames", ())}
+    _prefect_server_users.discard(item.nodeid)
+    if _prefect_server_users or nextitem is None or "prefect_server_api" not in item.fixturenames:
+        return None
+    (*_, server) = item._fixtureinfo.name2fixturedefs["prefect_server_api"]  # type: ignore[attr-defined]
+    server.finish(item._request)  # type: ignore[attr-defined]
+    return None
