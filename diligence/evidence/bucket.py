@@ -53,6 +53,7 @@ from pipelines.company_connections.manifest import (
     SUFFIX,
     Entry,
     folder_lock,
+    read_appended,
     read_manifest,
     sealed_path,
 )
@@ -121,6 +122,10 @@ class EvidenceBucket:
         self._client = storage.client()
         #: sync id -> bytes of its manifest the bucket holds
         self._pushed: dict[str, int] = {}
+        #: sync id -> the writer's pid, of this machine's manifests pushed before (each
+        #: heartbeat reads only what they appended: a whole manifest of 100,000 entries
+        #: takes 0.7 s to read)
+        self._writers: dict[str, Any] = {}
         #: responses known to be in the bucket
         self._present: set[str] = set()
         self._push_lock = threading.Lock()
@@ -312,19 +317,27 @@ class EvidenceBucket:
                 self._push_manifest(path)
 
     def _push_manifest(self, path: Path) -> None:
-        manifest = read_manifest(path)
-        if manifest is None or manifest.header.get("host") != self.host:
-            return
-        sync_id = manifest.sync_id
+        sync_id = path.name.removesuffix(SUFFIX)
         sent = self._pushed.get(sync_id, 0)
-        if manifest.intact > sent:
-            self._send_all(_response_files(manifest.entries))
+        if sync_id in self._writers:  # read before: only what was appended since
+            appended = read_appended(path, sent)
+            if appended is None:
+                return
+            entries, intact = appended
+        else:
+            manifest = read_manifest(path)
+            if manifest is None or manifest.header.get("host") != self.host:
+                return
+            self._writers[sync_id] = manifest.header.get("pid")
+            entries, intact = manifest.entries, manifest.intact
+        if intact > sent:
+            self._send_all(_response_files(entries))
             with path.open("rb") as file:
                 file.seek(sent)
-                piece = file.read(manifest.intact - sent)
+                piece = file.read(intact - sent)
             self._put(f"{SYNCS}/{sync_id}{SUFFIX}{PARTS}{sent:016d}", piece)
-            self._pushed[sync_id] = manifest.intact
-        pid = manifest.header.get("pid")
+            self._pushed[sync_id] = intact
+        pid = self._writers[sync_id]
         if isinstance(pid, int) and (pid == os.getpid() or process_alive(pid)):
             self._put(f"{SYNCS}/{sync_id}{SUFFIX}{PARTS}{LIVE}", b"")
 
@@ -367,6 +380,7 @@ class EvidenceBucket:
                 "Objects": [{"Key": key} for key in dict.fromkeys(keys[start:start + 1000])],
                 "Quiet": True})
         self._pushed.pop(sync_id, None)
+        self._writers.pop(sync_id, None)
 
     @contextlib.contextmanager
     def _bucket_lock(self) -> Iterator[None]:

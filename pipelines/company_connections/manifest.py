@@ -217,27 +217,53 @@ def read_manifest(path: Path, *, entries: bool = True) -> Manifest | None:
             return None
 
 
+def read_appended(path: Path, offset: int) -> tuple[list[Entry], int] | None:
+    """What a manifest being written appended from byte `offset` (where its intact
+    records ended when it was last read: :attr:`Manifest.intact`): the entries of the
+    intact records after it, and where they end; None when it cannot be opened. Reads
+    only those bytes, where :func:`read_manifest` reads the whole file again."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb", buffering=1 << 20) as file:
+        file.seek(offset)
+        appended = Manifest(path, {}, intact=offset)
+        _read_body(appended, _records(file), offset)
+    return appended.entries, appended.intact
+
+
 def _read_records(path: Path, file: BinaryIO, size: int) -> Manifest | None:
-    manifest: Manifest | None = None
-    for _offset, end, payload in _records(file):
+    records = _records(file)
+    first = next(records, None)
+    if first is None:
+        return None
+    try:
+        header = orjson.loads(first[2])
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(header, dict) or header.get("manifest") != MANIFEST_VERSION:
+        return None
+    manifest = Manifest(path, header, intact=first[1], size=size)
+    _read_body(manifest, records, 0)
+    return manifest
+
+
+def _read_body(manifest: Manifest, records: Iterator[tuple[int, int, bytes]], start: int) -> None:
+    """Add the entries and outcomes of `records` (read from byte `start` of the file) to
+    `manifest` up to the first record that is neither; its `intact` becomes their end."""
+    for _offset, end, payload in records:
         try:
             record = orjson.loads(payload)
         except orjson.JSONDecodeError:
             break
-        if manifest is None:
-            if not isinstance(record, dict) or record.get("manifest") != MANIFEST_VERSION:
-                return None
-            manifest = Manifest(path, record)
-        elif isinstance(record, list) and record and record[0] == "E" and len(record) == 10:
+        if isinstance(record, list) and record and record[0] == "E" and len(record) == 10:
             manifest.entries.append(Entry.of(record))
         elif isinstance(record, list) and record and record[0] == "N" and len(record) == 4:
             manifest.outcomes[str(record[1])] = (str(record[2]), record[3])
         else:
             break
-        manifest.intact = end
-    if manifest is not None:
-        manifest.size = size
-    return manifest
+        manifest.intact = start + end
 
 
 def _read_sealed(path: Path, document: dict[str, Any], entries: bool = True) -> Manifest | None:

@@ -23,6 +23,7 @@ from pipelines.company_connections.manifest import (
     leaf_hash,
     merkle_proof,
     merkle_root,
+    read_appended,
     read_manifest,
     root_of_proof,
     seal,
@@ -78,6 +79,27 @@ def test_a_manifest_killed_at_any_byte_reads_up_to_its_last_whole_record(tmp_pat
             continue
         assert torn is not None and torn.header["sync_id"] == "s1"
         assert torn.entries == whole.entries[:len(torn.entries)]
+
+
+def test_what_a_manifest_appended_is_read_from_where_the_last_read_ended(tmp_path: Path) -> None:
+    """A bucket's heartbeat reads only the records added since its last push."""
+    log = _log(tmp_path, "s1")
+    for n in range(3):
+        log.record("GET", f"/api/companies/c{n}", "ns-1", 200, f'{{"id": "c{n}"}}'.encode())
+    first = read_manifest(log.writer.path)
+    assert first is not None and len(first.entries) == 3
+    assert read_appended(log.writer.path, first.intact) == ([], first.intact)
+    for n in range(3, 5):
+        log.record("GET", f"/api/companies/c{n}", "ns-1", 200, f'{{"id": "c{n}"}}'.encode())
+    log.writer.outcome("ns-1", "committed")
+    log.record("GET", "/api/companies/c5", "ns-2", 200, b'{"id": "c5"}')
+    with log.writer.path.open("ab") as file:  # a record torn by a kill
+        file.write(b"\x40\x00\x00\x00torn")
+    whole = read_manifest(log.writer.path)
+    assert whole is not None and len(whole.entries) == 6 and whole.intact < whole.size
+    entries, end = read_appended(log.writer.path, first.intact) or ([], 0)
+    assert entries == whole.entries[3:] and end == whole.intact
+    assert read_appended(tmp_path / "missing.manifest", 0) is None
 
 
 def test_sealing_chains_manifests_and_the_hash_covers_every_entry(tmp_path: Path) -> None:
