@@ -90,9 +90,10 @@ _prefect_server_users: set[str] | None = None
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """Stop the session's Prefect server (and what depends on it: the flows' harness
     drains its logs and events first) once the last test of this process that uses it
-    has ended, not at the end of the session: idle, it costs about 0.1 CPU core, and
-    under `make test` its group ends minutes before the others. A run where some of its
-    users went to another worker (not ``--dist loadgroup``) keeps it to the end."""
+    has ended, not at the end of the session: under `make test` its group ends minutes
+    before the others, and idling through them cost it 16 of its 70 CPU s. A run where
+    some of its users went to another worker (not ``--dist loadgroup``) keeps it to the
+    end."""
     global _prefect_server_users
     yield
     if _prefect_server_users is None:
