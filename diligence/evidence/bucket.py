@@ -124,7 +124,7 @@ class EvidenceBucket:
         self._pushed: dict[str, int] = {}
         #: sync id -> the writer's pid, of this machine's manifests pushed before (each
         #: heartbeat reads only what they appended: a whole manifest of 100,000 entries
-        #: takes 0.7 s to read)
+        #: takes 0.4 s to read, its last 2,000 entries 6 ms)
         self._writers: dict[str, Any] = {}
         #: responses known to be in the bucket
         self._present: set[str] = set()

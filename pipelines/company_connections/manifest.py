@@ -204,15 +204,14 @@ def read_manifest(path: Path, *, entries: bool = True) -> Manifest | None:
     """A manifest: a sealed one whole (`entries` False: without its entries, see
     :meth:`Manifest.load_entries`), one being written (or left by a killed sync) as far
     as its records are intact; None when not even its header is readable."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+    file = _open(path)
+    if file is None:
         return None
-    with os.fdopen(fd, "rb", buffering=1 << 20) as file:
+    with file:
         try:
             if path.name.endswith(SEALED_SUFFIX):
                 return _read_sealed(path, orjson.loads(gzip.decompress(file.read())), entries)
-            return _read_records(path, file, os.fstat(fd).st_size)
+            return _read_records(path, file, os.fstat(file.fileno()).st_size)
         except (OSError, EOFError, zlib.error, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
             return None
 
@@ -220,17 +219,28 @@ def read_manifest(path: Path, *, entries: bool = True) -> Manifest | None:
 def read_appended(path: Path, offset: int) -> tuple[list[Entry], int] | None:
     """What a manifest being written appended from byte `offset` (where its intact
     records ended when it was last read: :attr:`Manifest.intact`): the entries of the
-    intact records after it, and where they end; None when it cannot be opened. Reads
+    intact records after it, and where they end; None when it cannot be read. Reads
     only those bytes, where :func:`read_manifest` reads the whole file again."""
+    file = _open(path)
+    if file is None:
+        return None
+    appended = Manifest(path, {}, intact=offset)
+    with file:
+        try:
+            file.seek(offset)
+            _read_body(appended, _records(file), offset)
+        except OSError:
+            return None
+    return appended.entries, appended.intact
+
+
+def _open(path: Path) -> BinaryIO | None:
+    """`path` opened for reading, not through a symbolic link; None when it cannot be."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
-    with os.fdopen(fd, "rb", buffering=1 << 20) as file:
-        file.seek(offset)
-        appended = Manifest(path, {}, intact=offset)
-        _read_body(appended, _records(file), offset)
-    return appended.entries, appended.intact
+    return os.fdopen(fd, "rb", buffering=1 << 20)
 
 
 def _read_records(path: Path, file: BinaryIO, size: int) -> Manifest | None:
