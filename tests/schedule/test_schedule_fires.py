@@ -1,8 +1,9 @@
 """The schedule fires, unattended: a real `prefect server start` with its scheduler, and
 nothing triggered by hand.
 
-Two ways users schedule the flow (docs/scheduling.md), each waited on until the server's
-scheduler has created a run and it has completed:
+Two ways users schedule the flow (docs/scheduling.md), both started before either is
+waited on (so they share the wait for the minute's tick), then each waited on until the
+server's scheduler has created a run and it has completed:
 
 * `diligence schedule --cron '* * * * *'` (the flow served from the CLI, no work pool);
 * `prefect deploy` of `prefect.yaml`'s `company-connections-daily` onto a process work
@@ -18,6 +19,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -81,20 +83,19 @@ def first_finished_run(client: SyncPrefectClient, deployment: str) -> FlowRun | 
     return next((run for run in runs if run.state is not None and run.state.is_final()), None)
 
 
-def assert_scheduled_run_loaded(api_url: str, deployment: str, runner: subprocess.Popen[bytes],
-                                warehouse: Path, log: Path) -> None:
-    """Wait for the first run of `deployment` that `runner` (a `diligence schedule` or a
-    Prefect worker) finished, check it with :func:`assert_loaded`, then stop the runner."""
+def assert_scheduled_run_loaded(api_url: str, runner: Runner) -> None:
+    """Wait for the first run of the runner's deployment that it (a `diligence schedule`
+    or a Prefect worker) finished, check it with :func:`assert_loaded`, then stop it."""
     try:
         with SyncPrefectClient(api_url) as client:
             run = wait_for(
-                f"a scheduled run of {deployment}",
-                lambda: first_finished_run(client, f"{FLOW_NAME}/{deployment}"),
-                runner, log, RUN_SECONDS,
+                f"a scheduled run of {runner.deployment}",
+                lambda: first_finished_run(client, f"{FLOW_NAME}/{runner.deployment}"),
+                runner.process, runner.log, RUN_SECONDS,
             )
-            assert_loaded(run, client, warehouse, log)
+            assert_loaded(run, client, runner.warehouse, runner.log)
     finally:
-        stop(runner)
+        stop(runner.process)
 
 
 def assert_loaded(run: FlowRun, client: SyncPrefectClient, warehouse: Path, log: Path) -> None:
@@ -117,42 +118,71 @@ def assert_loaded(run: FlowRun, client: SyncPrefectClient, warehouse: Path, log:
     assert f"within {EXPIRING_WITHIN_DAYS} days" in (artifact.description or "")
 
 
-def test_diligence_schedule_fires_on_its_cron_into_the_configured_warehouse(
-    scheduling_api: str, service: SandboxServer, tmp_path: Path
-) -> None:
-    workdir = tmp_path / "runner"
+@dataclass(frozen=True)
+class Runner:
+    """A runner started by a user: its process, its log, the warehouse it is configured
+    with, and its working folder."""
+
+    deployment: str
+    process: subprocess.Popen[bytes]
+    log: Path
+    warehouse: Path
+    workdir: Path
+
+
+@pytest.fixture(scope="module")
+def runners(scheduling_api: str, service: SandboxServer,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Runner]]:
+    """Both ways, started one after the other, so that both wait for the same minute's
+    tick (each test then waits for its own run): `diligence schedule` ("served"), and
+    `prefect.yaml`'s deployment onto a process work pool with a worker ("pool")."""
+    started: dict[str, Runner] = {}
+    try:
+        root = tmp_path_factory.mktemp("served")
+        env = runner_env(root / "home", scheduling_api, service, root / "configured" / "warehouse.duckdb")
+        diligence = Path(sys.executable).with_name("diligence")
+        started["served"] = _start_runner(
+            DEPLOYMENT_NAME, [str(diligence), "schedule", "--cron", "* * * * *", "--timezone", "UTC"],
+            env, root)
+
+        root = tmp_path_factory.mktemp("pool")
+        env = runner_env(root / "home", scheduling_api, service, root / "configured" / "warehouse.duckdb")
+        pool = "diligence-schedule-test"
+        setup = [
+            [str(PREFECT), "work-pool", "create", pool, "--type", "process"],
+            [str(PREFECT), "--no-prompt", "deploy", "--name", "company-connections-daily", "--pool", pool,
+             "--cron", "* * * * *", "--timezone", "UTC", "--param", f"reports_dir={root / 'reports'}"],
+        ]
+        for args in setup:  # from the checkout, as docs/scheduling.md says
+            done = subprocess.run(args, cwd=REPO, env=env | {"PWD": str(REPO)}, capture_output=True,
+                                  text=True, timeout=120)
+            assert done.returncode == 0, f"{args[1:3]}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+        started["pool"] = _start_runner(
+            "company-connections-daily", [str(PREFECT), "worker", "start", "--pool", pool], env, root)
+        yield started
+    finally:
+        for runner in started.values():
+            stop(runner.process)
+
+
+def _start_runner(deployment: str, args: list[str], env: dict[str, str], root: Path) -> Runner:
+    """`args` started in a working folder of its own under `root`, logging to `root`."""
+    workdir = root / "runner"
     workdir.mkdir()
-    warehouse = tmp_path / "configured" / "warehouse.duckdb"
-    log = tmp_path / "schedule.log"
-    diligence = Path(sys.executable).with_name("diligence")
-    process = start(
-        [str(diligence), "schedule", "--cron", "* * * * *", "--timezone", "UTC"],
-        runner_env(tmp_path / "home", scheduling_api, service, warehouse),
-        log,
-        cwd=workdir,
-    )
-    assert_scheduled_run_loaded(scheduling_api, DEPLOYMENT_NAME, process, warehouse, log)
-    assert not (workdir / "data").exists(), "the run wrote the default warehouse, not the configured one"
+    log = root / "runner.log"
+    return Runner(deployment, start(args, env, log, cwd=workdir), log,
+                  Path(env["DILIGENCE_WAREHOUSE"]), workdir)
+
+
+def test_diligence_schedule_fires_on_its_cron_into_the_configured_warehouse(
+    scheduling_api: str, runners: dict[str, Runner]
+) -> None:
+    runner = runners["served"]
+    assert_scheduled_run_loaded(scheduling_api, runner)
+    assert not (runner.workdir / "data").exists(), "the run wrote the default warehouse, not the configured one"
 
 
 def test_prefect_yaml_deployment_fires_on_a_worker_into_the_configured_warehouse(
-    scheduling_api: str, service: SandboxServer, tmp_path: Path
+    scheduling_api: str, runners: dict[str, Runner]
 ) -> None:
-    pool = "diligence-schedule-test"
-    env = runner_env(tmp_path / "home", scheduling_api, service, tmp_path / "configured" / "warehouse.duckdb")
-    warehouse = Path(env["DILIGENCE_WAREHOUSE"])
-    setup = [
-        [str(PREFECT), "work-pool", "create", pool, "--type", "process"],
-        [str(PREFECT), "--no-prompt", "deploy", "--name", "company-connections-daily", "--pool", pool,
-         "--cron", "* * * * *", "--timezone", "UTC",
-         "--param", f"reports_dir={tmp_path / 'reports'}"],
-    ]
-    for args in setup:  # from the checkout, as docs/scheduling.md says
-        done = subprocess.run(args, cwd=REPO, env=env | {"PWD": str(REPO)}, capture_output=True,
-                              text=True, timeout=120)
-        assert done.returncode == 0, f"{args[1:3]}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
-    workdir = tmp_path / "worker"
-    workdir.mkdir()
-    log = tmp_path / "worker.log"
-    worker = start([str(PREFECT), "worker", "start", "--pool", pool], env, log, cwd=workdir)
-    assert_scheduled_run_loaded(scheduling_api, "company-connections-daily", worker, warehouse, log)
+    assert_scheduled_run_loaded(scheduling_api, runners["pool"])
