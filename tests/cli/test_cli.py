@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.processes import Receiver
 
 from .helpers import SECRET, SyncedFolder, run, run_process
 
@@ -175,9 +176,14 @@ def test_sandbox_bad_flag_value(tmp_path: Path) -> None:
 
 
 def test_demo_end_to_end(tmp_path: Path) -> None:
+    """Also: it talks to its own sandbox only, no usage telemetry (dlt's is on by default;
+    its endpoint here is a receiver on this machine)."""
     started = time.monotonic()
-    result = run_process(["demo"], tmp_path, timeout=120)
+    with Receiver() as telemetry:
+        result = run_process(["demo"], tmp_path, {"RUNTIME__DLTHUB_TELEMETRY_ENDPOINT": telemetry.url},
+                             timeout=120)
     assert result.returncode == 0, result.stderr
+    assert telemetry.payloads == []
     for words in ("namespaces", "connections", "questionnaires", "documents expired", "documents expiring", "Warehouse:", "Reports:"):
         assert words in result.stdout
     assert (tmp_path / "data" / "demo.duckdb").exists()

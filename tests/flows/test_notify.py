@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -20,43 +18,12 @@ from prefect.blocks.notifications import CustomWebhookNotificationBlock
 import flows.company_connections_sync as flow_module
 from flows.company_connections_sync import company_connections_sync
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.processes import Receiver
 
 pytestmark = pytest.mark.slow
 
 BLOCK = "custom-webhook/diligence-alerts"
 JWT_PREFIX = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
-
-
-class Receiver:
-    """A webhook receiver on 127.0.0.1 that keeps every JSON body posted to it."""
-
-    def __init__(self) -> None:
-        self.payloads: list[dict[str, Any]] = []
-        received = self.payloads
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
-                length = int(self.headers.get("content-length") or 0)
-                received.append(json.loads(self.rfile.read(length)))
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.timeout = 1
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1})
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
 
 
 @pytest.fixture
