@@ -152,8 +152,8 @@ def evidence_prune(
 @handle_errors
 def replay(
     evidence: Annotated[
-        Path, typer.Option("--evidence", help="The evidence store to replay (e.g. data/warehouse.evidence).",
-                           show_default=False),
+        str, typer.Option("--evidence", help="The evidence store to replay: a folder (e.g. "
+                          "data/warehouse.evidence) or s3://bucket/prefix/.", show_default=False),
     ],
     warehouse: Annotated[
         str, typer.Option("--warehouse", "-w", help="The new warehouse to build (a DuckDB file that does not "

@@ -63,7 +63,7 @@ from ..config import configured
 from ..errors import EvidenceError
 from ..warehouse import Warehouse
 from ..warehouse.lock import process_alive
-from ..warehouse.storage import ObjectStorage, S3Url, object_storage, scrub
+from ..warehouse.storage import ObjectStorage, S3Url, object_storage, scrub, working_copy
 
 __all__ = ["EvidenceBucket", "bucket_of", "heartbeat_seconds", "kept_in_step", "pull_chain_of",
            "pull_everything"]
@@ -424,11 +424,23 @@ def _entries_file(table: str) -> str:
 
 
 def pull_everything(owner: Warehouse) -> None:
-    """Copy in the whole store from its bucket (nothing for a folder): what ``verify``,
-    a pack and a replay read."""
+    """Copy in the whole store from its bucket (nothing for a folder): what ``verify``
+    and a pack read."""
     bucket = bucket_of(owner)
-    if bucket is None:
-        return
+    if bucket is not None:
+        _pull_everything(bucket)
+
+
+def pulled_store(url: str) -> Path:
+    """This machine's copy of the evidence bucket at `url` (``s3://bucket/prefix/``),
+    the whole store copied in: what a replay reads."""
+    url = str(S3Url.parse(url))
+    bucket = EvidenceBucket(url, working_copy(url), object_storage(), heartbeat=heartbeat_seconds())
+    _pull_everything(bucket)
+    return bucket.local
+
+
+def _pull_everything(bucket: EvidenceBucket) -> None:
     try:
         bucket.pull(everything=True)
     except Exception as exc:  # noqa: BLE001 - boto's errors, as one line

@@ -32,6 +32,8 @@ from pipelines.company_connections.store import ResponseStore, body_sha256
 
 from ..errors import EvidenceError
 from ..warehouse import Warehouse
+from ..warehouse.storage import is_s3_url
+from .bucket import pulled_store
 from .chain import parse_time, read_store
 
 __all__ = ["EvidenceTransport", "ReplayResult", "replay"]
@@ -93,13 +95,15 @@ class ReplayResult:
     head: str | None = None
 
 
-def _plan(store_root: Path, until: str | None) -> list[Manifest]:
+def _plan(store_root: Path, until: str | None, shown: str) -> list[Manifest]:
+    """The sealed syncs of the store at `store_root` (`shown`: as the user named it) to
+    replay, in order, up to `until`."""
     if not (store_root / "syncs").is_dir():
-        raise EvidenceError(f"no evidence store at {store_root}: it has no syncs/ folder")
+        raise EvidenceError(f"no evidence store at {shown}: it has no syncs/ folder")
     store = read_store(store_root)
     problems = store.problems()
     if problems:
-        raise EvidenceError(f"the evidence chain of {store_root} does not hold ({problems[0]}): run "
+        raise EvidenceError(f"the evidence chain of {shown} does not hold ({problems[0]}): run "
                             "`diligence verify` first")
     syncs = [m for m in store.ordered() if m.header.get("kind", "sync") in ("sync", "replay")]
     if until is not None:
@@ -109,7 +113,7 @@ def _plan(store_root: Path, until: str | None) -> list[Manifest]:
             raise EvidenceError(f"--until {until}: no such sync in the chain (syncs kept: {span})")
         syncs = syncs[: ids.index(until) + 1]
     if not syncs:
-        raise EvidenceError(f"no sealed sync in {store_root}: nothing to replay")
+        raise EvidenceError(f"no sealed sync in {shown}: nothing to replay")
     return syncs
 
 
@@ -119,21 +123,22 @@ def _namespaces(manifest: Manifest) -> list[str]:
     return [ns for ns, (status, _error) in manifest.outcomes.items() if status == "committed" or not interrupted]
 
 
-def replay(store_root: Path, owner: Warehouse, *, until: str | None = None, models: bool = True,
+def replay(store: str | Path, owner: Warehouse, *, until: str | None = None, models: bool = True,
            on_sync: Callable[[ReplayedSync], None] | None = None) -> ReplayResult:
-    """Rebuild `owner` (a new warehouse) from the evidence store at `store_root`, sync by
-    sync up to `until` (see the module docstring)."""
+    """Rebuild `owner` (a new warehouse) from the evidence store `store` (a folder, or a
+    bucket ``s3://bucket/prefix/``, copied in first), sync by sync up to `until` (see the
+    module docstring)."""
     from ..steps import (
         analytics_step,  # start-up (dbt 2.1 s of imports): dbt loads for the models only
     )
     from ..sync import Replaying, run_sync, source_settings
 
-    store_root = Path(store_root).expanduser().resolve()
     if owner.exists():
         raise EvidenceError(f"{owner.display()} already exists: a replay builds a new warehouse; name a new one")
+    store_root = (pulled_store(str(store)) if is_s3_url(store) else Path(store)).expanduser().resolve()
     if owner.evidence_root is not None and owner.evidence_root.resolve() == store_root:
         raise EvidenceError("the new warehouse's evidence would be the store replayed: pass --evidence elsewhere")
-    syncs = _plan(store_root, until)
+    syncs = _plan(store_root, until, str(store))
     store = ResponseStore(store_root)
     result = ReplayResult()
     for manifest in syncs:

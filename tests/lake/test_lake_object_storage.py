@@ -6,7 +6,7 @@ each worker process has its own working folder and HOME.
   analytics equal a file warehouse's, the Parquet files are in the bucket and on no disk,
   the evidence chain (in the bucket) verifies from the other machine;
 - analysts attach the lake read-only with the lines `diligence models` prints and their
-  own S3 credentials;
+  own S3 credentials; an auditor replays the bucket's evidence into a file of its own;
 - a sync killed half-way on one machine resumes on the other;
 - the bucket goes away mid-load: the namespace fails in one line, nothing of it is in
   the catalog, and the rerun is exact;
@@ -179,6 +179,16 @@ def test_two_machines_share_the_lake_and_its_evidence_through_the_bucket(
     outputs += [verified.stdout, verified.stderr]
     assert verified.returncode == 0, verified.stderr + verified.stdout
     assert "verified 2 syncs" in verified.stdout
+    # an auditor with only the bucket's URL and keys replays both machines' syncs into a file
+    auditor_env = {k: v for k, v in two[1].items() if not k.startswith("DILIGENCE_")}
+    auditor = (tmp_path / "auditor", auditor_env | {"HOME": str(tmp_path / "auditor")})
+    auditor[0].mkdir()
+    replayed = _run(["replay", "--evidence", evidence, "--warehouse", "replayed.duckdb", "--no-models"], auditor)
+    outputs += [replayed.stdout, replayed.stderr]
+    assert replayed.returncode == 0, replayed.stderr + replayed.stdout
+    assert "replayed 2 syncs" in replayed.stdout
+    with duckdb.connect(str(auditor[0] / "replayed.duckdb"), read_only=True) as con:
+        assert sorted(con.execute(CURRENT).fetchall()) == _current(location)
     # a response altered in the bucket is named, also by a machine that holds a copy of it
     import gzip
 
