@@ -1,5 +1,6 @@
 """The real processes of the tests that need them (a local Prefect server, its workers,
-`diligence schedule`): each in its own process group, on loopback, stopped by PID."""
+`diligence schedule`): each in its own process group, on loopback, stopped by PID; and a
+loopback receiver of what a process posts (:class:`Receiver`)."""
 
 from __future__ import annotations
 
