@@ -33,7 +33,7 @@ LOAD_TIME_ZONE = "UTC"
 def configure_dlt() -> None:
     """dlt's settings for the pipelines that write `raw` (a file's or a lake's)."""
     import dlt  # start-up (dlt 0.9 s of imports): importing dlt takes a second the CLI's --help must not pay
-    from dlt.common.runtime.telemetry import stop_telemetry
+    from dlt.common.runtime.anon_tracker import disable_anon_tracker
 
     # The source yields Arrow tables; keep dlt's load id on their rows for lineage.
     dlt.config["normalize.parquet_normalizer.add_dlt_load_id"] = True
@@ -45,12 +45,13 @@ def configure_dlt() -> None:
     # package's record of what was loaded stays).
     dlt.config["load.delete_completed_jobs"] = True
     # No usage telemetry to dltHub (on by default: a request after each pipeline step),
-    # as dbt's is off: a sync talks to the service and to nothing else. dlt started it
-    # with its default when its configuration was first read, so it is stopped too (a
-    # user's own RUNTIME__DLTHUB_TELEMETRY still decides: dlt reads the environment first).
+    # as dbt's is off: a sync talks to the service and to nothing else. dlt started its
+    # tracker with its default when its configuration was first read, so it is stopped
+    # too (a user's own RUNTIME__DLTHUB_TELEMETRY still decides: dlt reads the environment
+    # first; a Sentry DSN configured for dlt stays).
     dlt.config["runtime.dlthub_telemetry"] = False
     if not dlt.config.get("runtime.dlthub_telemetry", bool):
-        stop_telemetry()
+        disable_anon_tracker()
 
 
 def pipeline_for(warehouse: Path, connection: Any = None) -> SupportsPipeline:
