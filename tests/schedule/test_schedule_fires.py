@@ -160,9 +160,10 @@ def runners(scheduling_api: str, service: SandboxServer,
         started["pool"] = _start_runner(
             "company-connections-daily", [str(PREFECT), "worker", "start", "--pool", pool], env, root)
         yield started
-    finally:
+    finally:  # those a test has not stopped already (a stopped one's group id may be reused)
         for runner in started.values():
-            stop(runner.process)
+            if runner.process.poll() is None:
+                stop(runner.process)
 
 
 def _start_runner(deployment: str, args: list[str], env: dict[str, str], root: Path) -> Runner:
