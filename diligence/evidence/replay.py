@@ -139,14 +139,14 @@ def replay(store: str | Path, owner: Warehouse, *, until: str | None = None, mod
     if owner.evidence_root is not None and owner.evidence_root.resolve() == store_root:
         raise EvidenceError("the new warehouse's evidence would be the store replayed: pass --evidence elsewhere")
     syncs = _plan(store_root, until, str(store))
-    store = ResponseStore(store_root)
+    responses = ResponseStore(store_root)
     result = ReplayResult()
     for manifest in syncs:
         namespaces = _namespaces(manifest)
         synced_at = parse_time(manifest.header.get("synced_at"))
         if not namespaces or synced_at is None:
             continue
-        transport = EvidenceTransport(manifest, store)
+        transport = EvidenceTransport(manifest, responses)
         settings = source_settings(base_url=str(manifest.header["base_url"]), email="replay@evidence.invalid",
                                    password=REPLAY_TOKEN, access_token=None, token_store_path=None,
                                    namespaces=namespaces, max_attempts=1, allow_insecure_http=True)
