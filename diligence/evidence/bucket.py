@@ -65,8 +65,8 @@ from ..warehouse import Warehouse
 from ..warehouse.lock import process_alive
 from ..warehouse.storage import ObjectStorage, S3Url, object_storage, scrub, working_copy
 
-__all__ = ["EvidenceBucket", "bucket_of", "heartbeat_seconds", "kept_in_step", "pull_chain_of",
-           "pull_everything"]
+__all__ = ["EvidenceBucket", "bucket_at", "bucket_of", "heartbeat_seconds", "kept_in_step", "pull_chain_of",
+           "pull_everything", "pull_whole"]
 
 log = logging.getLogger("diligence.evidence")
 
@@ -428,19 +428,19 @@ def pull_everything(owner: Warehouse) -> None:
     and a pack read."""
     bucket = bucket_of(owner)
     if bucket is not None:
-        _pull_everything(bucket)
+        pull_whole(bucket)
 
 
-def pulled_store(url: str) -> Path:
-    """This machine's copy of the evidence bucket at `url` (``s3://bucket/prefix/``),
-    the whole store copied in: what a replay reads."""
+def bucket_at(url: str, local: Path | None = None, *, modes: FileModes | None = None) -> EvidenceBucket:
+    """The evidence bucket at `url` (``s3://bucket/prefix/``), mirrored by `local` (by
+    default this machine's working copy of it)."""
     url = str(S3Url.parse(url))
-    bucket = EvidenceBucket(url, working_copy(url), object_storage(), heartbeat=heartbeat_seconds())
-    _pull_everything(bucket)
-    return bucket.local
+    return EvidenceBucket(url, local or working_copy(url), object_storage(), modes=modes,
+                          heartbeat=heartbeat_seconds())
 
 
-def _pull_everything(bucket: EvidenceBucket) -> None:
+def pull_whole(bucket: EvidenceBucket) -> None:
+    """Copy in the whole store from `bucket` (what a replay reads); one line if it fails."""
     try:
         bucket.pull(everything=True)
     except Exception as exc:  # noqa: BLE001 - boto's errors, as one line
@@ -465,8 +465,7 @@ def bucket_of(owner: Warehouse, *, modes: FileModes | None = None) -> EvidenceBu
     """The bucket `owner`'s evidence lives in, or None (a folder, or no evidence)."""
     if owner.evidence_bucket is None or owner.evidence_root is None:
         return None
-    return EvidenceBucket(owner.evidence_bucket, owner.evidence_root, object_storage(),
-                          modes=modes, heartbeat=heartbeat_seconds())
+    return bucket_at(owner.evidence_bucket, owner.evidence_root, modes=modes)
 
 
 @contextlib.contextmanager

@@ -33,7 +33,7 @@ from pipelines.company_connections.store import ResponseStore, body_sha256
 from ..errors import EvidenceError
 from ..warehouse import Warehouse
 from ..warehouse.storage import is_s3_url
-from .bucket import pulled_store
+from .bucket import bucket_at, pull_whole
 from .chain import parse_time, read_store
 
 __all__ = ["EvidenceTransport", "ReplayResult", "replay"]
@@ -135,9 +135,12 @@ def replay(store: str | Path, owner: Warehouse, *, until: str | None = None, mod
 
     if owner.exists():
         raise EvidenceError(f"{owner.display()} already exists: a replay builds a new warehouse; name a new one")
-    store_root = (pulled_store(str(store)) if is_s3_url(store) else Path(store)).expanduser().resolve()
+    bucket = bucket_at(str(store)) if is_s3_url(store) else None
+    store_root = (bucket.local if bucket is not None else Path(store)).expanduser().resolve()
     if owner.evidence_root is not None and owner.evidence_root.resolve() == store_root:
         raise EvidenceError("the new warehouse's evidence would be the store replayed: pass --evidence elsewhere")
+    if bucket is not None:  # only once the replay may go ahead: a bucket may hold gigabytes
+        pull_whole(bucket)
     syncs = _plan(store_root, until, str(store))
     responses = ResponseStore(store_root)
     result = ReplayResult()
