@@ -108,8 +108,10 @@ def _walk(value: Any, prefix: str, paths: set[str]) -> None:
 
 
 class KeysSeen:
-    """The key paths one namespace's fetch saw, per endpoint, each with the first
-    response that had it (its sha256, None when no evidence is kept)."""
+    """The key paths one namespace's fetch saw, per endpoint, each with a response that
+    had it: the least sha256 of those that had it (None when no evidence is kept). Not
+    the first to arrive: concurrent responses arrive in any order, and a replay of the
+    same responses must name the same one."""
 
     def __init__(self) -> None:
         self._seen: dict[tuple[str, str], str | None] = {}
@@ -124,13 +126,17 @@ class KeysSeen:
                 return
             self._read.add((endpoint, response))
         for path in key_paths(value):
-            self._seen.setdefault((endpoint, path), response)
+            self._keep((endpoint, path), response)
 
     def see_items(self, endpoint: str, items: Iterable[Any], responses: Iterable[str | None]) -> None:
         """Record the paths of each item of a list endpoint, with the response of each."""
         for item, response in zip(items, responses, strict=True):
             for path in key_paths(item):
-                self._seen.setdefault((endpoint, path), response)
+                self._keep((endpoint, path), response)
+
+    def _keep(self, key: tuple[str, str], response: str | None) -> None:
+        kept = self._seen.get(key, response)
+        self._seen[key] = kept if kept is None or response is None else min(kept, response)
 
     def rows(self, namespace: str) -> list[dict[str, Any]]:
         """The ``service_keys`` rows (``synced_at`` aside), sorted by endpoint and path."""

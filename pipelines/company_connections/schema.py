@@ -102,7 +102,7 @@ TABLE_COLUMNS: dict[str, TTableSchemaColumns] = {
         **_SYNCED,
         **_RESPONSE,
     },
-    # every key path the service sent per endpoint (see .keys); response: the first that had it
+    # every key path the service sent per endpoint (see .keys); response: the least sha256 that had it
     "service_keys": {
         **_NS,
         "endpoint": _col("text", False),
