@@ -8,7 +8,11 @@ would take that long. What stopping costs is measured where the machine's load c
 blur it: the CPU the process used from SIGINT to its exit (about 0.6 s: cancelling, then
 the interpreter's own exit), and the wall time from the moment the kernel delivered the
 signal. On an idle machine it stops within 0.6 s; the suite's bound is the one a 2-core
-machine running three test workers meets.
+machine running three test workers meets. The sync runs with ``--no-models``: otherwise
+dbt's warm-up thread (its imports and parse beside the fetch, about 4 CPU s) runs on
+through the stop and its CPU counts as the stop's (0.9-1.4 s measured, against 0.4-0.65 s
+without it; once 1.50 s under load). That thread is a daemon (``test_dbt_warm_up``): it
+never delays the exit.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ pytestmark = pytest.mark.slow
 #: Seconds from the delivery of SIGINT to the process's exit: far less than the 20 s the
 #: requests in flight are held, on a machine as loaded as a parallel test suite makes it.
 EXIT_WITHIN = 8.0
-#: CPU seconds the process may use from SIGINT to its exit (about 0.6 when measured).
+#: CPU seconds the process may use from SIGINT to its exit (0.4-0.65 when measured).
 EXIT_CPU_SECONDS = 1.5
 #: Latency of the requests in flight when SIGINT is sent (ms).
 HELD_MS = 20_000
@@ -98,7 +102,7 @@ def _interrupt_sync(server: SandboxServer, warehouse: Path, *, tty: bool) -> tup
     HELD_MS; (exit code, seconds from delivery to exit, CPU seconds from SIGINT to exit,
     output)."""
     args = [sys.executable, "-m", "diligence", "sync", "--base-url", server.base_url,
-            "--warehouse", str(warehouse), "--max-concurrency", "4"]
+            "--warehouse", str(warehouse), "--max-concurrency", "4", "--no-models"]
     chunks: list[bytes] = []
     if tty:
         controller, terminal = pty.openpty()
