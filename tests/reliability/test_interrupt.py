@@ -11,8 +11,8 @@ signal. On an idle machine it stops within 0.6 s; the suite's bound is the one a
 machine running three test workers meets. The sync runs with ``--no-models``: otherwise
 dbt's warm-up thread (its imports and parse beside the fetch, about 4 CPU s) runs on
 through the stop and its CPU counts as the stop's (0.9-1.4 s measured, against 0.4-0.65 s
-without it; once 1.50 s under load). That thread is a daemon (``test_dbt_warm_up``): it
-never delays the exit.
+without it; once 1.50 s under load). That thread is a daemon (``test_dbt_warm_up``): the
+exit does not wait for it.
 """
 
 from __future__ import annotations
