@@ -5,6 +5,11 @@
     may have no rows of a table at all, so a declared column missing from the raw table
     becomes a typed NULL and a missing raw table an empty typed relation: staging always
     builds. The dependency on the source is recorded as with source().
+
+    Whether the raw table exists is asked of the database (list_relations_without_caching),
+    not of dbt's relation cache: the cache marks a schema as listed once the first of its
+    relations is added, so a staging model compiled in another thread meanwhile would find
+    only part of `raw` and build empty (a data check then fails with nothing wrong).
 -#}
 {% macro raw_source(table_name) -%}
     {%- set relation = source('raw', table_name) -%}
@@ -12,9 +17,11 @@
         {{ relation }}
     {%- else -%}
         {%- set declared = graph.sources['source.' ~ project_name ~ '.raw.' ~ table_name].columns -%}
-        {%- set existing = adapter.get_relation(
-            database=relation.database, schema=relation.schema, identifier=relation.identifier
-        ) -%}
+        {%- set listed = [] -%}
+        {%- for row in list_relations_without_caching(relation.without_identifier()) -%}
+            {%- do listed.append(row['name'] | lower) -%}
+        {%- endfor -%}
+        {%- set existing = relation.include(database=True) if (relation.identifier | lower) in listed else none -%}
         {%- set present = [] -%}
         {%- if existing is not none -%}
             {%- for column in adapter.get_columns_in_relation(existing) -%}
