@@ -62,7 +62,7 @@ import yaml
 from ..errors import SECRET_KEYS, DbtError
 from ..warehouse.filemodes import make_dirs, protect_tree, write_text_atomically
 from ..warehouse.location import WarehouseLocation, format_conninfo, parse_conninfo, parse_location
-from ..warehouse.lock import process_alive
+from ..warehouse.lock import process_alive, reader_lock
 from ..warehouse.storage import is_s3_url, object_storage
 
 PROJECT_DIR = Path(__file__).resolve().parents[2] / "sql"
@@ -278,7 +278,9 @@ def invoke(
         from ..warehouse.lake import install_extensions
 
         install_extensions()
-    with _lock, _profiles_dir(
+    reading = (reader_lock(location.path) if read_only and location.path is not None
+               and location.path.exists() else contextlib.nullcontext())
+    with reading, _lock, _profiles_dir(
         profile(
             location,
             memory_limit=memory_limit,

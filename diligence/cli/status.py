@@ -143,6 +143,7 @@ def collect_status(owner: Warehouse) -> dict[str, Any]:
         try:
             con = stack.enter_context(owner.session(read_only=True, memory_limit=None))
         except (duckdb.Error, WarehouseBusyError):
+            holder = holder if holder is not None else lock_holder(warehouse)  # it may have just begun
             if holder is None:
                 raise
             status = _empty(warehouse, "creating" if creating(warehouse) else "busy", holder)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import WarehouseBusyError
 from .location import WarehouseLocation
-from .lock import lock_holder
+from .lock import being_written, lock_holder
 from .migrate import require_readable
 from .paths import published_path
 
@@ -61,10 +61,7 @@ def busy(warehouse: Path, exc: BaseException, *, reading: bool) -> WarehouseBusy
     it (DuckDB's lock conflict `exc`): a sync of ours, named with its pid, or a session."""
     writer = lock_holder(warehouse) if reading else None
     if writer is not None:
-        return WarehouseBusyError(
-            f"{warehouse} is being written by diligence sync (pid {writer}); query the analysts' "
-            f"copy {published_path(warehouse)}, or try again when the sync has finished"
-        )
+        return being_written(warehouse, writer)
     holder = _LOCK_HOLDER.search(str(exc))
     who = f"process {holder.group(1)}" if holder else "another process"
     if reading:

@@ -1,10 +1,22 @@
-"""The warehouse's writer lock: taking it, and seeing who holds it without taking it.
+"""The warehouse's lock: writers take it whole, readers share it, and anyone can see who
+writes without taking it.
 
-The writer lock (:func:`writer_lock`) is an OS ``flock`` on ``<warehouse>.lock``, whose
-content is the holder's pid. Probing the lock by taking it,
-even shared and for a moment, could make a sync that starts at that instant fail as
-"busy"; so this module only looks: on Linux ``/proc/locks`` lists every held ``FLOCK``
-with the file's inode, elsewhere the pid in the file must be a live process.
+The lock is an OS ``flock`` on ``<warehouse>.lock``. A writer (:func:`writer_lock`: a
+sync, a model build) holds it exclusively, and the file's content is its pid. A reader
+of the file (:func:`reader_lock`: ``status``, ``export``, ``verify``, dbt's docs) holds
+it shared while its DuckDB session is open. DuckDB lets no process open a file that
+another has open to write, not even to read, so without this a reader that opened the
+file between two steps of a sync (its load, its dbt build, its publish) would make the
+sync's next step fail; with it, the reader is refused at once while a sync writes, and a
+sync that starts while a reader reads waits for it (`READERS_GRACE_SECONDS`).
+
+A writer waiting for readers puts its pid in the file first, and readers that come
+meanwhile are refused as they are while it writes: a steady stream of ``status`` calls
+cannot keep a sync waiting.
+
+Seeing who writes (:func:`lock_holder`) only looks, never takes the lock (that could make
+a sync starting at that instant wait): the pid in the file is the writer's if that
+process has the file open (on Linux, by ``/proc/<pid>/fd``; elsewhere, if it is alive).
 """
 
 from __future__ import annotations
@@ -22,8 +34,12 @@ from ..errors import WarehouseBusyError, WarehouseLocationError
 from .filemodes import make_dirs, protect, protect_tree
 from .paths import pipelines_dir_of, published_path, wal_of
 
-__all__ = ["creating", "lock_holder", "lock_path", "mark_creating", "process_alive", "protect_outputs",
-           "writer_lock"]
+__all__ = ["being_written", "creating", "lock_holder", "lock_path", "mark_creating", "process_alive",
+           "protect_outputs", "reader_lock", "writer_lock"]
+
+#: How long a writer waits, beyond its own ``--wait``, for readers holding the lock
+#: shared (``status``, ``export``, ``verify``) to finish.
+READERS_GRACE_SECONDS = 30.0
 
 
 def lock_path(warehouse: Path) -> Path:
@@ -61,25 +77,26 @@ def creating(warehouse: Path) -> bool:
     return CREATING in _lock_text(lock_path(warehouse))[1:]
 
 
-def _flocked(path: Path) -> bool | None:
-    """True/False from /proc/locks; None when the system has no such file."""
+def _flocks(path: Path) -> list[tuple[str, int]] | None:
+    """The ``flock`` locks held on `path` (not those waited for): ``("WRITE", pid)`` or
+    ``("READ", pid)`` each, from /proc/locks; None when the system has no such file."""
     try:
         stat = path.stat()
         table = Path("/proc/locks").read_text()
     except FileNotFoundError:
-        return False if not path.exists() else None
+        return [] if not path.exists() else None
     except OSError:
         return None
-    inode = stat.st_ino
+    held = []
     for line in table.splitlines():
         parts = line.split()
         # "1: FLOCK  ADVISORY  WRITE 4242 08:01:1234567 0 EOF" (a "->" marks a waiter)
-        if "FLOCK" not in parts or "->" in parts:
+        if "FLOCK" not in parts or "->" in parts or len(parts) < 6:
             continue
         device_inode = next((p for p in parts if p.count(":") == 2), "")
-        if device_inode.rsplit(":", 1)[-1] == str(inode):
-            return True
-    return False
+        if device_inode.rsplit(":", 1)[-1] == str(stat.st_ino) and parts[4].isdigit():
+            held.append((parts[3], int(parts[4])))
+    return held
 
 
 def process_alive(pid: int) -> bool:
@@ -94,15 +111,34 @@ def process_alive(pid: int) -> bool:
 
 
 def lock_holder(warehouse: Path) -> int | None:
-    """The pid of the process writing `warehouse` now, or None when nobody is."""
-    path = lock_path(warehouse)
+    """The pid of the process writing `warehouse` now (or waiting for its readers to let
+    go), or None when nobody is."""
+    return _writer_of(lock_path(warehouse))
+
+
+def _writer_of(path: Path) -> int | None:
+    """The pid in the lock file `path`, if that process has the file open (on Linux; a
+    live process elsewhere): a writer holding the lock or waiting for readers. A killed
+    writer's pid, even once reused, is nobody's."""
     pid = _pid_in(path)
-    held = _flocked(path)
-    if held is None:
-        held = pid is not None and process_alive(pid)
-    if not held:
+    if pid is None or not process_alive(pid):
         return None
-    return pid if pid is not None else 0
+    try:
+        wanted = path.stat()
+    except FileNotFoundError:
+        return None
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:  # no /proc (not Linux): its being alive must do; else it just ended
+        return None if Path("/proc/self/fd").is_dir() else pid
+    except OSError:  # another user's process
+        return pid
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            opened = os.stat(f"/proc/{pid}/fd/{fd}")
+            if (opened.st_ino, opened.st_dev) == (wanted.st_ino, wanted.st_dev):
+                return pid
+    return None
 
 
 #: Locks this process holds, per (warehouse, thread): nested steps reuse the lock.
@@ -182,11 +218,7 @@ def _flock(warehouse: Path, wait_seconds: float) -> Iterator[None]:
         except BaseException:
             os.close(fd)
             raise
-        try:
-            current = os.stat(lock_file).st_ino
-        except FileNotFoundError:
-            current = None
-        if current == os.fstat(fd).st_ino:
+        if _names(lock_file, fd):
             break
         os.close(fd)  # locked a file its holder has removed: lock the new one
     try:
@@ -200,17 +232,134 @@ def _flock(warehouse: Path, wait_seconds: float) -> Iterator[None]:
 
 
 def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            if time.monotonic() >= deadline:
+    """Take the lock of `fd` exclusively by `deadline`, or later while only readers hold
+    it (up to `READERS_GRACE_SECONDS` more: theirs are short reads). Waiting for readers,
+    the writer puts its pid in the file: readers that come meanwhile are refused, so a
+    steady stream of them cannot keep it waiting."""
+    grace = deadline + READERS_GRACE_SECONDS
+    path = lock_path(warehouse)
+    marked = False
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+            flocks = _flocks(path)
+            readers = sorted({pid for kind, pid in flocks or [] if kind == "READ"})
+            writing = flocks is None or (any(kind == "WRITE" for kind, _ in flocks)
+                                         and _pid_in(path) is not None)
+            if readers and not writing and not marked:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, str(os.getpid()).encode(), 0)
+                marked = True
+            now = time.monotonic()
+            if now >= deadline and writing:
                 holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
                 raise WarehouseBusyError(
                     f"another sync is writing {warehouse} (pid {holder}); "
                     "try again when it has finished, or pass --wait SECONDS"
-                ) from None
+                )
+            if now >= grace and readers:  # (none, or no pid with a WRITE: readers letting go)
+                raise WarehouseBusyError(
+                    f"{warehouse} is being read by process {', '.join(map(str, readers))} "
+                    f"(diligence status, export or verify) for over {READERS_GRACE_SECONDS:.0f} s; "
+                    "try again when it has finished, or pass --wait SECONDS"
+                )
             time.sleep(0.2)
+    except BaseException:
+        if marked and _pid_in(path) == os.getpid():
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+        raise
+
+
+def being_written(warehouse: Path, pid: int | None) -> WarehouseBusyError:
+    """The one line for a reader of `warehouse` while the sync `pid` writes it."""
+    return WarehouseBusyError(
+        f"{warehouse} is being written by diligence sync (pid {pid or 'unknown'}); query the analysts' "
+        f"copy {published_path(warehouse)}, or try again when the sync has finished"
+    )
+
+
+@contextlib.contextmanager
+def reader_lock(warehouse: Path) -> Iterator[None]:
+    """Hold `warehouse`'s lock shared while this process reads the file (see the module
+    docstring); raises :func:`being_written` at once while a sync writes it.
+
+    Nothing is held when this process writes the warehouse itself (its steps read
+    through their own session), or when the lock file cannot be opened (a folder the
+    reader may not write, with no lock file in it): the reader then opens the file as
+    before, and DuckDB's own lock decides.
+    """
+    warehouse = warehouse.expanduser().resolve()
+    with _held_guard:
+        writing_here = any(path == warehouse for path, _ in _held)
+    if writing_here:
+        yield
+        return
+    lock_file = lock_path(warehouse)
+    while True:
+        fd = _open_shared(lock_file)
+        if fd is None:
+            yield
+            return
+        try:
+            _take_shared(fd, warehouse)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _names(lock_file, fd):
+            break
+        os.close(fd)  # a writer removed the file meanwhile: lock the new one
+    try:
+        yield
+    finally:
+        try:  # the last one out removes the file, as a writer does (see _flock)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _names(lock_file, fd) and _pid_in(lock_file) is None:
+                lock_file.unlink()
+        except OSError:
+            pass  # another reader, or a writer, holds it now: theirs to remove
+        os.close(fd)
+
+
+def _take_shared(fd: int, warehouse: Path) -> None:
+    """Take the lock of `fd` shared, or raise :func:`being_written` when a writer holds
+    it or waits for it (its pid is in the file). Held exclusively with no pid in the
+    file, it is a reader removing the file, for an instant: try again."""
+    settle = time.monotonic() + 1.0
+    while True:
+        writer = _writer_of(lock_path(warehouse))
+        if writer is not None and writer != os.getpid():
+            raise being_written(warehouse, writer)  # a writer holds it, or waits for readers
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            writer = _pid_in(lock_path(warehouse))
+            if writer is not None or time.monotonic() >= settle:
+                raise being_written(warehouse, writer) from None
+            time.sleep(0.01)
+
+
+def _open_shared(lock_file: Path) -> int | None:
+    try:
+        return os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        try:
+            return os.open(lock_file, os.O_RDONLY)
+        except OSError:
+            return None
+
+
+def _names(lock_file: Path, fd: int) -> bool:
+    """Whether `lock_file` still names the file open as `fd`."""
+    try:
+        return os.stat(lock_file).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False

@@ -43,7 +43,7 @@ from .limits import (
     MODELS_THREADS,
 )
 from .location import WarehouseLocation, parse_location
-from .lock import process_alive, writer_lock
+from .lock import process_alive, reader_lock, writer_lock
 from .migrate import require_readable
 from .paths import pipelines_dir_of, stale_publishing, wal_of
 from .pipelines import configure_dlt, pipeline_for
@@ -327,12 +327,14 @@ class Warehouse:
         `keep_wal_up_to` bytes when the session ends is closed without writing the WAL
         into it: what was committed stays durable in ``<file>.wal`` and the next open
         applies it (a larger WAL is written in, so the next step does not hold it in
-        memory).
+        memory). A read-only session of a file holds its lock shared (:func:`reader_lock`):
+        it is refused while a sync writes the file, and a sync waits for it to end.
         """
         if self._con is not None:
             yield self._con
             return
-        with private_files():
+        reading = reader_lock(self.path) if read_only and self.path is not None else contextlib.nullcontext()
+        with private_files(), reading:
             yield from self._new_session(memory_limit, threads, read_only, keep_wal_up_to)
 
     def _new_session(
