@@ -241,16 +241,13 @@ def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
     marked = False
     try:
         while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _try_flock(fd, fcntl.LOCK_EX):
                 return
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
             flocks = _flocks(path)
             readers = sorted({pid for kind, pid in flocks or [] if kind == "READ"})
-            writing = flocks is None or (any(kind == "WRITE" for kind, _ in flocks)
-                                         and _pid_in(path) is not None)
+            # a writer holds it: the exclusive lock of the pid in the file (a reader
+            # removing the file holds it exclusively for an instant, with no pid of its own)
+            writing = flocks is None or any(kind == "WRITE" and pid == _pid_in(path) for kind, pid in flocks)
             if readers and not writing and not marked:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -262,7 +259,7 @@ def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
                     f"another sync is writing {warehouse} (pid {holder}); "
                     "try again when it has finished, or pass --wait SECONDS"
                 )
-            if now >= grace and readers:  # (none, or no pid with a WRITE: readers letting go)
+            if now >= grace and readers:
                 raise WarehouseBusyError(
                     f"{warehouse} is being read by process {', '.join(map(str, readers))} "
                     f"(diligence status, export or verify) for over {READERS_GRACE_SECONDS:.0f} s; "
@@ -317,12 +314,11 @@ def reader_lock(warehouse: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        try:  # the last one out removes the file, as a writer does (see _flock)
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            if _names(lock_file, fd) and _pid_in(lock_file) is None:
+        # the last one out removes the file, as a writer does (see _flock); if another
+        # reader or a writer holds it now, it is theirs to remove
+        with contextlib.suppress(OSError):
+            if _try_flock(fd, fcntl.LOCK_EX) and _names(lock_file, fd) and _pid_in(lock_file) is None:
                 lock_file.unlink()
-        except OSError:
-            pass  # another reader, or a writer, holds it now: theirs to remove
         os.close(fd)
 
 
@@ -335,16 +331,24 @@ def _take_shared(fd: int, warehouse: Path) -> None:
         writer = _writer_of(lock_path(warehouse))
         if writer is not None and writer != os.getpid():
             raise being_written(warehouse, writer)  # a writer holds it, or waits for readers
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        if _try_flock(fd, fcntl.LOCK_SH):
             return
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            writer = _pid_in(lock_path(warehouse))
-            if writer is not None or time.monotonic() >= settle:
-                raise being_written(warehouse, writer) from None
-            time.sleep(0.01)
+        writer = _pid_in(lock_path(warehouse))
+        if writer is not None or time.monotonic() >= settle:
+            raise being_written(warehouse, writer)
+        time.sleep(0.01)
+
+
+def _try_flock(fd: int, operation: int) -> bool:
+    """Take the lock of `fd` (`operation`: ``LOCK_EX`` or ``LOCK_SH``) if no one else
+    holds it in a way that excludes it; False if someone does."""
+    try:
+        fcntl.flock(fd, operation | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+        return False
 
 
 def _open_shared(lock_file: Path) -> int | None:
