@@ -149,7 +149,9 @@ def collect_status(owner: Warehouse) -> dict[str, Any]:
             status = _empty(warehouse, "creating" if creating(warehouse) else "busy", holder)
             status["failed_attempts"] = _attempts_since(warehouse, None)
             return status
-        return _collect(warehouse, con, holder=holder, attempts_of=warehouse)
+        # read again: while this session holds the lock shared, a sync can only be
+        # waiting for it, about to write
+        return _collect(warehouse, con, holder=lock_holder(warehouse), attempts_of=warehouse)
 
 
 def _collect(
