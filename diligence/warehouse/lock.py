@@ -244,10 +244,15 @@ def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
             if _try_flock(fd, fcntl.LOCK_EX):
                 return
             flocks = _flocks(path)
-            readers = sorted({pid for kind, pid in flocks or [] if kind == "READ"})
-            # a writer holds it: the exclusive lock of the pid in the file (a reader
-            # removing the file holds it exclusively for an instant, with no pid of its own)
-            writing = flocks is None or any(kind == "WRITE" and pid == _pid_in(path) for kind, pid in flocks)
+            if flocks is None:  # no /proc/locks: a live pid in the file is a writer's
+                writer = _writer_of(path)
+                writing = writer is not None and writer != os.getpid()
+                readers = [] if writing else ["another process"]
+            else:
+                # a writer holds it: the exclusive lock of the pid in the file (a reader
+                # removing the file holds it exclusively for an instant, with no pid of its own)
+                writing = any(kind == "WRITE" and pid == _pid_in(path) for kind, pid in flocks)
+                readers = [f"process {pid}" for pid in sorted({pid for kind, pid in flocks if kind == "READ"})]
             if readers and not writing and not marked:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -261,7 +266,7 @@ def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
                 )
             if now >= grace and readers:
                 raise WarehouseBusyError(
-                    f"{warehouse} is being read by process {', '.join(map(str, readers))} "
+                    f"{warehouse} is being read by {', '.join(readers)} "
                     f"(diligence status, export or verify) for over {READERS_GRACE_SECONDS:.0f} s; "
                     "try again when it has finished, or pass --wait SECONDS"
                 )

@@ -34,6 +34,8 @@ WRITER = textwrap.dedent("""
     from pathlib import Path
     import diligence.warehouse.lock as lock
     lock.READERS_GRACE_SECONDS = float(sys.argv[2])
+    if sys.argv[3] == "no-proc-locks":  # as on a system without /proc/locks
+        lock._flocks = lambda path: None
     asked = time.monotonic()
     try:
         with lock.writer_lock(Path(sys.argv[1]), wait_seconds=0):
@@ -44,8 +46,9 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def _writer(warehouse: Path, grace: float = 30.0) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(warehouse), str(grace)], cwd=REPO,
+def _writer(warehouse: Path, grace: float = 30.0, proc_locks: bool = True) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(warehouse), str(grace),
+                             "proc-locks" if proc_locks else "no-proc-locks"], cwd=REPO,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
@@ -83,12 +86,16 @@ def test_a_reader_is_refused_while_a_sync_writes_and_a_sync_waits_for_a_reader(t
     assert not lock_path(warehouse).exists()
 
 
-def test_a_writer_gives_up_on_a_reader_past_the_grace_naming_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("proc_locks", [True, False], ids=["proc-locks", "no-proc-locks"])
+def test_a_writer_gives_up_on_a_reader_past_the_grace_naming_it(tmp_path: Path, proc_locks: bool) -> None:
+    """Named by its pid from /proc/locks; where the system has none, the reader is
+    "another process" (the file names no live writer)."""
     warehouse = tmp_path / "w.duckdb"
     with reader_lock(warehouse):
-        writer = _writer(warehouse, grace=1.0)
+        writer = _writer(warehouse, grace=1.0, proc_locks=proc_locks)
         output, _ = writer.communicate("", timeout=60)
-    assert output.startswith(f"refused {warehouse.resolve()} is being read by process {os.getpid()} "
+    reader = f"process {os.getpid()}" if proc_locks else "another process"
+    assert output.startswith(f"refused {warehouse.resolve()} is being read by {reader} "
                              "(diligence status, export or verify) for over 1 s"), output
     assert lock_holder(warehouse) is None  # the writer took its pid back out
     assert not lock_path(warehouse).exists()  # and the last reader out removed the file
