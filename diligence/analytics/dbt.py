@@ -278,8 +278,7 @@ def invoke(
         from ..warehouse.lake import install_extensions
 
         install_extensions()
-    reading = (reader_lock(location.path) if read_only and location.path is not None
-               and location.path.exists() else contextlib.nullcontext())
+    reading = reader_lock(location.path) if read_only and location.path is not None else contextlib.nullcontext()
     with reading, _lock, _profiles_dir(
         profile(
             location,

@@ -309,7 +309,7 @@ def reader_lock(warehouse: Path) -> Iterator[None]:
             yield
             return
         try:
-            _take_shared(fd, warehouse)
+            _take_shared(fd, lock_file, warehouse)
         except BaseException:
             os.close(fd)
             raise
@@ -327,18 +327,18 @@ def reader_lock(warehouse: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _take_shared(fd: int, warehouse: Path) -> None:
+def _take_shared(fd: int, lock_file: Path, warehouse: Path) -> None:
     """Take the lock of `fd` shared, or raise :func:`being_written` when a writer holds
     it or waits for it (its pid is in the file). Held exclusively with no pid in the
     file, it is a reader removing the file, for an instant: try again."""
     settle = time.monotonic() + 1.0
     while True:
-        writer = _writer_of(lock_path(warehouse))
+        writer = _writer_of(lock_file)
         if writer is not None and writer != os.getpid():
             raise being_written(warehouse, writer)  # a writer holds it, or waits for readers
         if _try_flock(fd, fcntl.LOCK_SH):
             return
-        writer = _pid_in(lock_path(warehouse))
+        writer = _pid_in(lock_file)
         if writer is not None or time.monotonic() >= settle:
             raise being_written(warehouse, writer)
         time.sleep(0.01)

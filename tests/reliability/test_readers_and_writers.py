@@ -15,6 +15,7 @@ import textwrap
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -52,9 +53,9 @@ def _writer(warehouse: Path, grace: float = 30.0, proc_locks: bool = True) -> su
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
-def _wait_for(condition: object, seconds: float = 30) -> None:
+def _wait_for(condition: Callable[[], bool], seconds: float = 30) -> None:
     deadline = time.monotonic() + seconds
-    while not condition():  # type: ignore[operator]
+    while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
 
