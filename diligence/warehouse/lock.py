@@ -27,7 +27,7 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import WarehouseBusyError, WarehouseLocationError
@@ -203,24 +203,20 @@ def _flock(warehouse: Path, wait_seconds: float) -> Iterator[None]:
     """
     lock_file = lock_path(warehouse)
     deadline = time.monotonic() + wait_seconds
-    while True:
+
+    def open_for_writing() -> int:
         try:
             make_dirs(warehouse.parent)
-            fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+            return os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as exc:  # a read-only or foreign folder: one line naming it
             reason = (exc.strerror or type(exc).__name__).lower()
             raise WarehouseLocationError(
                 f"cannot write the warehouse {warehouse} in {warehouse.parent}: {reason}; "
                 "choose a folder you may write (--warehouse, [warehouse] location)"
             ) from None
-        try:
-            _acquire(fd, warehouse, deadline)
-        except BaseException:
-            os.close(fd)
-            raise
-        if _names(lock_file, fd):
-            break
-        os.close(fd)  # locked a file its holder has removed: lock the new one
+
+    fd = _lock_named(lock_file, open_for_writing, lambda fd: _acquire(fd, warehouse, deadline))
+    assert fd is not None  # open_for_writing raises rather than give none
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -303,19 +299,10 @@ def reader_lock(warehouse: Path) -> Iterator[None]:
         yield
         return
     lock_file = lock_path(warehouse)
-    while True:
-        fd = _open_shared(lock_file)
-        if fd is None:
-            yield
-            return
-        try:
-            _take_shared(fd, lock_file, warehouse)
-        except BaseException:
-            os.close(fd)
-            raise
-        if _names(lock_file, fd):
-            break
-        os.close(fd)  # a writer removed the file meanwhile: lock the new one
+    fd = _lock_named(lock_file, lambda: _open_shared(lock_file), lambda fd: _take_shared(fd, lock_file, warehouse))
+    if fd is None:
+        yield
+        return
     try:
         yield
     finally:
@@ -342,6 +329,24 @@ def _take_shared(fd: int, lock_file: Path, warehouse: Path) -> None:
         if writer is not None or time.monotonic() >= settle:
             raise being_written(warehouse, writer)
         time.sleep(0.01)
+
+
+def _lock_named(lock_file: Path, open_file: Callable[[], int | None], take: Callable[[int], None]) -> int | None:
+    """Open `lock_file` and lock it with `take`; again, on the new file, when its holder
+    removed it meanwhile (the lock of a removed file excludes no one). None when
+    `open_file` gives none."""
+    while True:
+        fd = open_file()
+        if fd is None:
+            return None
+        try:
+            take(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _names(lock_file, fd):
+            return fd
+        os.close(fd)
 
 
 def _try_flock(fd: int, operation: int) -> bool:
