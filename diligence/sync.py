@@ -51,6 +51,7 @@ from pipelines.company_connections import (
 from pipelines.company_connections.schema import upgrade_raw
 
 from .errors import SyncError, raised_on_purpose
+from .evidence.accounting import count_commit
 from .evidence.bucket import kept_in_step
 from .evidence.keeping import evidence_log, file_modes
 from .memory import bound_process_memory
@@ -228,10 +229,11 @@ def _loading(owner: Warehouse) -> contextlib.AbstractContextManager[Any]:
 
 
 def _commit(owner: Warehouse, stream: NamespaceStream, result: NamespaceResult,
-            source: Callable[[], Any]) -> Any:
+            source: Callable[[], Any], synced_at: datetime) -> Any:
     """Load one namespace's result (its snapshot, or a failure's run log) whole or not at
     all (:meth:`Warehouse.load`), then tell the stream it is committed (it records the
-    outcome in its manifest and deletes the staged files)."""
+    outcome in its manifest, with the row versions the commit wrote when evidence is
+    kept, and deletes the staged files)."""
     try:
         info = owner.load(source, result.namespace_company_id if owner.is_lake else None, prepare=upgrade_raw)
     except Exception as exc:  # noqa: BLE001
@@ -240,7 +242,11 @@ def _commit(owner: Warehouse, stream: NamespaceStream, result: NamespaceResult,
             f"loading namespace {result.namespace_company_id} into {owner.display()} failed: "
             f"{_describe(exc)}", path=owner.pipelines_root,
         ) from exc
-    stream.committed(result)
+    rows = None
+    if isinstance(result, NamespaceSnapshot) and owner.evidence_root is not None:
+        with owner.session(memory_limit=LOAD_MEMORY_LIMIT, threads=None) as con:
+            rows = count_commit(con, result.namespace_company_id, synced_at)
+    stream.committed(result, rows)
     return info
 
 
@@ -335,7 +341,7 @@ def run_sync(
                         fetched = time.perf_counter()
                         began = time.perf_counter()
                         load_info.append(_commit(owner, stream, result, functools.partial(
-                            company_connections, result, sync_id, synced_at, resources)))
+                            company_connections, result, sync_id, synced_at, resources), synced_at))
                         outcome = _outcome(result, datetime.now(timezone.utc),
                                            time.perf_counter() - began, resources)
                         outcomes.append(outcome)

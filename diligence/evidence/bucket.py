@@ -24,9 +24,16 @@ step here. The bucket's objects mirror the folder's files::
   *before* the manifest's new records, so the bucket never holds a record whose bytes
   it lacks.
 - :meth:`EvidenceBucket.chain_lock` is held while a manifest is sealed: the bucket's
-  lock (an object created only if absent, S3's conditional write), then the head as the
-  bucket has it; the sealed manifest, its table and the new head go up before the lock
-  is given back. One chain, whichever machine seals.
+  lock (an object created only if absent, S3's conditional write), then the sealed
+  manifests this machine lacks (the seal finds the last one among them); the sealed
+  manifest, its table and the new head go up before the lock is given back. One chain,
+  whichever machine seals.
+
+Whoever can write the bucket chooses its keys and their sizes: every key is checked
+against the store's layout before it becomes a file name here (a key the layout does not
+allow is never copied, and ``verify`` names it), every object is copied in pieces up to a
+bound, and written inside this machine's copy only, never through a link
+(:mod:`pipelines.company_connections.confined`).
 """
 
 from __future__ import annotations
@@ -47,17 +54,33 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
+from pipelines.company_connections.confined import (
+    is_sync_id,
+    open_file,
+    remove_file,
+    shown,
+    store_parts,
+    write_file,
+)
+from pipelines.company_connections.errors import EvidenceFileError
 from pipelines.company_connections.manifest import (
     HEAD,
     SEALED_SUFFIX,
     SUFFIX,
     Entry,
-    folder_lock,
+    manifest_paths,
     read_appended,
     read_manifest,
-    sealed_path,
 )
-from pipelines.company_connections.store import ENTRIES, RESPONSES, SYNCS, FileModes, make_folder
+from pipelines.company_connections.sealing import chain_links, folder_lock
+from pipelines.company_connections.store import (
+    ENTRIES,
+    MAX_TABLE,
+    RESPONSES,
+    SYNCS,
+    FileModes,
+    make_folder,
+)
 
 from ..config import configured
 from ..errors import EvidenceError
@@ -80,6 +103,10 @@ MISSED_HEARTBEATS = 6
 LOCK_STALE_SECONDS = 120.0
 LOCK_WAIT_SECONDS = 600.0
 _TRANSFERS = 16
+#: the largest object copied in (a response's gzip, an entries table, a manifest or a
+#: piece of one): the store's own bound on what it reads
+_MAX_OBJECT = MAX_TABLE
+_PIECE_DIGITS = 16
 
 
 def heartbeat_seconds(value: float | None = None) -> float:
@@ -105,6 +132,8 @@ class _Listing:
     head: bool = False
     #: the store's relative path -> the bucket's ETag of the sealed manifests
     etags: dict[str, str] = field(default_factory=dict)
+    #: keys under ``syncs/`` the store's layout does not allow (never copied)
+    strays: list[str] = field(default_factory=list)
 
 
 class EvidenceBucket:
@@ -128,6 +157,8 @@ class EvidenceBucket:
         self._writers: dict[str, Any] = {}
         #: responses known to be in the bucket
         self._present: set[str] = set()
+        #: keys of the bucket the store's layout does not allow, seen by the last pull
+        self.strays: list[str] = []
         self._push_lock = threading.Lock()
         self.host = socket.gethostname()
 
@@ -146,12 +177,21 @@ class EvidenceBucket:
     def _key(self, relative: str) -> str:
         return self.place.key(relative)
 
-    def _get(self, relative: str) -> bytes | None:
+    def _object(self, key: str) -> Any:
+        """The bucket's answer for the object `key` (None: it is not there); refused
+        (:class:`EvidenceFileError`) when it is larger than anything the store holds."""
         try:
-            answer = self._client.get_object(Bucket=self.place.bucket, Key=self._key(relative))
+            answer = self._client.get_object(Bucket=self.place.bucket, Key=key)
         except self._client.exceptions.NoSuchKey:
             return None
-        return answer["Body"].read()
+        if int(answer.get("ContentLength") or 0) > _MAX_OBJECT:
+            answer["Body"].close()
+            raise EvidenceFileError(f"{self.place.bucket}/{shown(key)} holds more than {_MAX_OBJECT:,} bytes: not read")
+        return answer
+
+    def _get(self, relative: str) -> bytes | None:
+        answer = self._object(self._key(relative))
+        return None if answer is None else answer["Body"].read(_MAX_OBJECT + 1)[:_MAX_OBJECT]
 
     def _put(self, relative: str, body: bytes, *, only_new: bool = False) -> bool:
         """Write an object; with `only_new`, only if absent (False: it was there)."""
@@ -187,42 +227,43 @@ class EvidenceBucket:
         start = len(self._key(SYNCS + "/"))
         for item in objects:
             name = item["Key"][start:]
+            sync_id, _, piece = name.partition(SUFFIX + PARTS)
             if name == HEAD:
                 listing.head = True
-            elif name.endswith(SEALED_SUFFIX) and "/" not in name:
+            elif name == LOCK:
+                continue
+            elif name.endswith(SEALED_SUFFIX) and is_sync_id(name.removesuffix(SEALED_SUFFIX)):
                 listing.sealed.add(name.removesuffix(SEALED_SUFFIX))
                 listing.etags[f"{SYNCS}/{name}"] = item["ETag"]
-            elif SUFFIX + PARTS in name:
-                sync_id, piece = name.split(SUFFIX + PARTS, 1)
+            elif piece and is_sync_id(sync_id) and (piece == LIVE or (
+                    len(piece) == _PIECE_DIGITS and piece.isdigit() and piece.isascii())):
                 if piece != LIVE:
                     listing.parts.setdefault(sync_id, {})[int(piece)] = item["Key"]
                 touched = item["LastModified"]
                 if sync_id not in listing.touched or touched > listing.touched[sync_id]:
                     listing.touched[sync_id] = touched
+            else:
+                listing.strays.append(f"{self.place.bucket}/{shown(item['Key'])}")
         return listing
 
     # -- local files -----------------------------------------------------------------
-    def _write_local(self, relative: str, body: bytes) -> None:
-        path = self.local / relative
-        make_folder(path.parent, self.modes)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.pull")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
-                     self.modes.file)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(body)
-        os.replace(temporary, path)
+    def _write_local(self, relative: str, body: bytes | Iterable[bytes]) -> None:
+        """Write `body` to this machine's copy at `relative` (a name the store's layout
+        allows; inside the copy, never through a link)."""
+        write_file(self.local, store_parts(relative), body, mode=self.modes.file, folder_mode=self.modes.folder,
+                   limit=_MAX_OBJECT)
 
     def _fetch_all(self, relatives: Iterable[str], etags: dict[str, str] | None = None) -> None:
         """Copy in the objects at `relatives` this folder lacks (several at once); with
         `etags` (the bucket's, by relative path), also those whose bytes here differ
         from the bucket's, so that what is read here is what the bucket holds."""
         missing = [r for r in dict.fromkeys(relatives)
-                   if not (self.local / r).is_file() or _differs(self.local / r, (etags or {}).get(r))]
+                   if not (self.local / r).is_file() or _differs(self.local, r, (etags or {}).get(r))]
 
         def fetch(relative: str) -> None:
-            body = self._get(relative)
-            if body is not None:
-                self._write_local(relative, body)
+            answer = self._object(self._key(relative))
+            if answer is not None:
+                self._write_local(relative, answer["Body"].iter_chunks(1 << 20))
 
         with ThreadPoolExecutor(_TRANSFERS) as pool:
             list(pool.map(fetch, missing))
@@ -233,7 +274,8 @@ class EvidenceBucket:
                   if r not in self._present and (self.local / r).is_file()]
 
         def send(relative: str) -> None:  # written once: one that is there is not replaced
-            self._put(relative, (self.local / relative).read_bytes(), only_new=True)
+            with open_file(self.local, store_parts(relative)) as file:
+                self._put(relative, file.read(_MAX_OBJECT + 1)[:_MAX_OBJECT], only_new=True)
             self._present.add(relative)
 
         with ThreadPoolExecutor(_TRANSFERS) as pool:
@@ -257,8 +299,9 @@ class EvidenceBucket:
         """Bring this machine's copy in step (see the module docstring); `everything`:
         every response and entries table too (what ``verify`` and a pack read)."""
         listing = self.pull_chain(everything=everything)
+        self.strays = list(listing.strays)
         for sync_id in listing.sealed:  # sealed elsewhere: no longer this machine's to seal
-            (self.syncs / f"{sync_id}{SUFFIX}").unlink(missing_ok=True)
+            remove_file(self.local, (SYNCS, f"{sync_id}{SUFFIX}"))
         for sync_id, pieces in listing.parts.items():
             if sync_id in listing.sealed:
                 continue
@@ -266,7 +309,7 @@ class EvidenceBucket:
             idle = (listing.now - listing.touched[sync_id]).total_seconds()
             if idle < self.stale_seconds:
                 if local.exists() and not self._written_here(local):
-                    local.unlink()  # another worker writes it: not this machine's to resume
+                    remove_file(self.local, (SYNCS, local.name))  # another worker's: not this machine's to resume
                 continue
             body = self._assemble(pieces)
             if body is not None and (not local.exists() or local.stat().st_size < len(body)):
@@ -274,8 +317,8 @@ class EvidenceBucket:
             self._pushed[sync_id] = max(self._pushed.get(sync_id, 0), len(body or b""))
         tables: list[str] = []
         responses: list[str] = []
-        for path in sorted(self.syncs.glob(f"*{SUFFIX}")):
-            manifest = read_manifest(path)
+        for path in manifest_paths(self.syncs):
+            manifest = read_manifest(path) if path.name.endswith(SUFFIX) else None
             if manifest is not None:
                 responses += _response_files(manifest.entries)
         etags: dict[str, str] | None = None
@@ -285,6 +328,11 @@ class EvidenceBucket:
                 objects, _now = self._list(folder + "/")
                 for item in objects:
                     relative = item["Key"][len(self.place.prefix):]
+                    try:
+                        store_parts(relative)
+                    except EvidenceFileError:
+                        self.strays.append(f"{self.place.bucket}/{shown(item['Key'])}")
+                        continue
                     found.append(relative)
                     etags[relative] = item["ETag"]
         self._fetch_all(tables + responses, etags)
@@ -302,8 +350,10 @@ class EvidenceBucket:
                 log.warning("a piece of a manifest in %s is missing at byte %d: resumed from before it",
                             self.place, len(body))
                 break
-            answer = self._client.get_object(Bucket=self.place.bucket, Key=pieces[offset])
-            piece = answer["Body"].read()
+            answer = self._object(pieces[offset])
+            piece = answer["Body"].read(_MAX_OBJECT) if answer is not None else b""
+            if offset + len(piece) > _MAX_OBJECT:
+                raise EvidenceFileError(f"a manifest in {self.place} holds more than {_MAX_OBJECT:,} bytes: not read")
             body[offset:offset + len(piece)] = piece
         return bytes(body) if body else None
 
@@ -313,8 +363,9 @@ class EvidenceBucket:
         first the responses their new records refer to, then the records, then the
         heartbeat of each one whose writer still runs."""
         with self._push_lock:
-            for path in sorted(self.syncs.glob(f"*{SUFFIX}")) if self.syncs.is_dir() else []:
-                self._push_manifest(path)
+            for path in manifest_paths(self.syncs) if self.syncs.is_dir() else []:
+                if path.name.endswith(SUFFIX):
+                    self._push_manifest(path)
 
     def _push_manifest(self, path: Path) -> None:
         sync_id = path.name.removesuffix(SUFFIX)
@@ -332,7 +383,7 @@ class EvidenceBucket:
             entries, intact = manifest.entries, manifest.intact
         if intact > sent:
             self._send_all(_response_files(entries))
-            with path.open("rb") as file:
+            with open_file(self.local, (SYNCS, path.name)) as file:
                 file.seek(sent)
                 piece = file.read(intact - sent)
             self._put(f"{SYNCS}/{sync_id}{SUFFIX}{PARTS}{sent:016d}", piece)
@@ -344,28 +395,27 @@ class EvidenceBucket:
     # -- sealing ---------------------------------------------------------------------
     @contextlib.contextmanager
     def chain_lock(self, manifest: Path) -> Iterator[None]:
-        """Held while `manifest` is sealed: this folder's lock and the bucket's; the head
-        is read from the bucket first, and what the seal wrote is sent before the bucket's
-        lock is given back."""
+        """Held while `manifest` is sealed: this folder's lock and the bucket's; the sealed
+        manifests this machine lacks are copied in first (with the entries of the last
+        ones: the seal reads the last seal whole), and what the seal wrote is sent before
+        the bucket's lock is given back."""
         with folder_lock(manifest), self._bucket_lock():
             sync_id = manifest.name.removesuffix(SUFFIX)
             listing = self._listing()
-            head = self._get(f"{SYNCS}/{HEAD}")
+            self._fetch_all(f"{SYNCS}/{sealed}{SEALED_SUFFIX}" for sealed in sorted(listing.sealed))
+            head = self._get(f"{SYNCS}/{HEAD}") if listing.head else None
             if head is not None:
                 self._write_local(f"{SYNCS}/{HEAD}", head)
-                words = head.decode().split()
-                if len(words) == 2:
-                    self._fetch_all([f"{SYNCS}/{words[1]}{SEALED_SUFFIX}"])
-                    head_manifest = read_manifest(sealed_path(self.syncs, words[1]), entries=False)
-                    if head_manifest is not None and head_manifest.table:
-                        self._fetch_all([_entries_file(head_manifest.table)])
+            for end in chain_links(self.syncs).ends():
+                last = read_manifest(self.syncs / f"{end.sync_id}{SEALED_SUFFIX}", entries=False)
+                if last is not None and last.table:
+                    self._fetch_all([_entries_file(last.table)])
             if sync_id in listing.sealed:  # another worker sealed it: seal() finds that one
-                self._fetch_all([f"{SYNCS}/{sync_id}{SEALED_SUFFIX}"])
-                manifest.unlink(missing_ok=True)
+                remove_file(self.local, (SYNCS, manifest.name))
             else:
                 self._push_manifest(manifest)
             yield
-            sealed = read_manifest(sealed_path(self.syncs, sync_id), entries=False)
+            sealed = read_manifest(self.syncs / f"{sync_id}{SEALED_SUFFIX}", entries=False)
             if sealed is not None and sync_id not in listing.sealed:
                 self._send_all([_entries_file(str(sealed.table)), f"{SYNCS}/{sync_id}{SEALED_SUFFIX}"])
                 self._put(f"{SYNCS}/{HEAD}", (self.syncs / HEAD).read_bytes())
@@ -405,13 +455,21 @@ class EvidenceBucket:
             self._client.delete_object(Bucket=self.place.bucket, Key=self._key(key))
 
 
-def _differs(path: Path, etag: str | None) -> bool:
+def _differs(local: Path, relative: str, etag: str | None) -> bool:
     """True when the bucket's `etag` of an object written in one piece (its bytes' MD5)
-    is not that of the file at `path`; a multipart ETag, or none, is not compared."""
+    is not that of this machine's copy at `relative`, or the copy cannot be read; a
+    multipart ETag, or none, is not compared."""
     etag = (etag or "").strip('"')
     if not etag or "-" in etag:
         return False
-    return hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest() != etag
+    digest = hashlib.md5(usedforsecurity=False)
+    try:
+        with open_file(local, store_parts(relative)) as file:
+            while piece := file.read(1 << 20):
+                digest.update(piece)
+    except OSError:
+        return True
+    return digest.hexdigest() != etag
 
 
 def _response_files(entries: Iterable[Entry]) -> list[str]:
@@ -423,12 +481,16 @@ def _entries_file(table: str) -> str:
     return f"{ENTRIES}/{table[:2]}/{table}.gz"
 
 
-def pull_everything(owner: Warehouse) -> None:
+def pull_everything(owner: Warehouse) -> list[str]:
     """Copy in the whole store from its bucket (nothing for a folder): what ``verify``
-    and a pack read."""
+    and a pack read. Returns the bucket's keys the store's layout does not allow (not
+    copied), one line each."""
     bucket = bucket_of(owner)
-    if bucket is not None:
-        pull_whole(bucket)
+    if bucket is None:
+        return []
+    pull_whole(bucket)
+    return [f"{key} is an object whose name the evidence store's layout does not allow: not copied"
+            for key in bucket.strays]
 
 
 def bucket_at(url: str, local: Path | None = None, *, modes: FileModes | None = None) -> EvidenceBucket:

@@ -4,9 +4,11 @@ What one counterparty's record was at a date, with the proof. The pack holds
 
 * ``pack.json``: the company's rows as they stood then (its record per namespace, the
   connection and reading rights, its questionnaires with the answers, its documents'
-  metadata), each naming the sync and the response it came from; per sync, from the
-  first one these rows came from to the chain's head: its header, outcomes and seal,
-  and for the responses used, their manifest entries with a Merkle proof;
+  metadata), each naming the sync and the response it came from; the rows listed by
+  key with a count per table, under the pack's seal (the hash of that listing, the
+  company, the date and the head); per sealed manifest, from the chain's first kept one
+  to its head: its header, outcomes and seal, and for the responses used, their
+  manifest entries with a Merkle proof;
 * ``responses/<sha256>.json``: the exact bytes the service sent;
 * ``index.html``, ``README.md`` and ``records/*.csv``: the same, for a reader who does not
   read JSON (:mod:`.render`).
@@ -15,13 +17,21 @@ What one counterparty's record was at a date, with the proof. The pack holds
 (:mod:`.pack_verify`): responses hash to their names, entries prove into their
 manifest's Merkle root, manifests hash to their seals and link up to the head, parsing
 each response again gives its row, and the readable files are what ``pack.json``
-renders. Only the entries used are in the pack, so it does not show what else the
-warehouse holds.
+renders, and the records are the ones the listing names under the pack's seal. Only
+the entries used are in the pack, so it does not show what else the warehouse holds.
+
+``--out`` is a new or empty folder, or an earlier pack of the same company, which is
+replaced whole (the new pack is written beside it and moved into its place); never
+``/`` or the user's home. Every file is written inside that folder, never through a
+link (:mod:`pipelines.company_connections.confined`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import secrets
+import shutil
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,17 +40,19 @@ from typing import Any
 import orjson
 
 from pipelines.company_connections import settings as s
-from pipelines.company_connections.manifest import Manifest, canonical, leaves, merkle_proof
+from pipelines.company_connections.confined import make_folders, read_file, shown, write_file
+from pipelines.company_connections.manifest import Manifest
+from pipelines.company_connections.merkle import canonical, leaves, merkle_proof
 
 from ..errors import EvidenceError
 from ..warehouse import Warehouse, table_names
-from ..warehouse.filemodes import make_dirs, modes, write_text_atomically
+from ..warehouse.filemodes import modes
 from .bucket import pull_everything
 from .chain import Store, parse_time, read_store
 from .render import render_files
-from .verify import ROW_COLUMNS
+from .verify import ROW_COLUMNS, ROW_KEYS
 
-__all__ = ["PACK_FILE", "PACK_VERSION", "PackResult", "write_pack"]
+__all__ = ["PACK_FILE", "PACK_VERSION", "PackResult", "listing_of", "pack_seal", "write_pack"]
 
 PACK_VERSION = 1
 PACK_FILE = "pack.json"
@@ -107,29 +119,48 @@ def _proofs(manifest: Manifest, shas: set[str], namespace_lists: set[str]) -> li
 
 def _sync_part(manifest: Manifest) -> dict[str, Any]:
     return {"sync_id": manifest.sync_id, "header": manifest.header,
-            "outcomes": sorted([ns, *value] for ns, value in manifest.outcomes.items()),
+            "outcomes": manifest.outcome_records(),
             "seal": manifest.seal, "entries": []}
 
 
+def listing_of(records: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The pack's rows by key (the row's identity and when its version began), with a
+    count per table: what the pack's seal covers."""
+    listing = {}
+    for table in PACK_TABLES:
+        keys = sorted([*(str(row.get(c)) for c in ROW_KEYS[table]), str(row.get("_dlt_valid_from"))]
+                      for row in records.get(table, []))
+        listing[table] = {"count": len(keys), "keys": keys}
+    return listing
+
+
+def pack_seal(pack: dict[str, Any]) -> str:
+    """The pack's seal: the hash of its company, date, head and listing."""
+    sealed = {"pack": pack.get("pack"), "company_id": pack.get("company_id"), "as_of": pack.get("as_of"),
+              "head": pack.get("head"), "listing": pack.get("listing")}
+    return hashlib.sha256(orjson.dumps(sealed, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
 def _chain_of(owner: Warehouse) -> tuple[Store, list[Manifest]]:
-    pull_everything(owner)
+    strays = pull_everything(owner)
     root = owner.evidence_root
     if root is None or not (root / "syncs").is_dir():
         raise EvidenceError(f"no evidence store at {root or '(evidence is off)'}: a pack needs the responses "
                             "a sync kept")
     store = read_store(root)
-    problems = store.problems()
+    problems = [*strays, *store.problems()]
     if problems:
         raise EvidenceError(f"the evidence chain does not hold ({problems[0]}"
                             f"{f'; {len(problems) - 1} more' if len(problems) > 1 else ''}): "
                             "run `diligence verify` to see what is wrong")
-    return store, [m for m in store.ordered() if m.header.get("kind") != "prune"]
+    return store, store.ordered()
 
 
 def write_pack(owner: Warehouse, company_id: str, out: Path, *, as_of: datetime | None = None) -> PackResult:
     """Write the auditor's pack of `company_id` as it stood at `as_of` (default: now)
     into `out` (see the module docstring). Raises :class:`EvidenceError` for an
     ``--as-of`` before the first sync, a company with no row then, or no evidence."""
+    out = _target(out, company_id)
     store, chain = _chain_of(owner)
     syncs = [m for m in chain if m.header.get("kind", "sync") in ("sync", "replay")]
     if not syncs:
@@ -158,9 +189,8 @@ def write_pack(owner: Warehouse, company_id: str, out: Path, *, as_of: datetime 
     if not wanted:
         raise EvidenceError(f"the rows of company {company_id} as of {moment.isoformat()} were loaded before "
                             "the warehouse kept evidence: there is nothing to prove them with")
-    start = min(i for i, m in enumerate(chain) if m.sync_id in wanted)
     parts = []
-    for manifest in chain[start:]:
+    for manifest in chain:
         part = _sync_part(manifest)
         if manifest.sync_id in wanted:
             part["entries"] = _proofs(manifest, *wanted[manifest.sync_id])
@@ -168,22 +198,61 @@ def write_pack(owner: Warehouse, company_id: str, out: Path, *, as_of: datetime 
     head = str(parts[-1]["seal"]["hash"])
     pack = {"pack": PACK_VERSION, "company_id": company_id, "as_of": moment.isoformat(),
             "created_at": datetime.now(timezone.utc).isoformat(), "warehouse": owner.display(),
-            "head": head, "records": records, "syncs": parts}
-    responses = sorted({e["record"][6] for p in parts for e in p["entries"]})
-    make_dirs(out)
-    make_dirs(out / "responses")
-    for sha in responses:
-        _write_bytes(out / "responses" / f"{sha}.json", store.responses.get(sha))
-    write_text_atomically(out / PACK_FILE, orjson.dumps(pack, option=orjson.OPT_INDENT_2).decode() + "\n")
+            "head": head, "records": records, "listing": listing_of(records), "syncs": parts}
+    pack["seal"] = pack_seal(pack)
+    sizes = {e["record"][6]: e["record"][7] for p in parts for e in p["entries"]}
+    files = {("responses", f"{sha}.json"): store.responses.get(sha, size) for sha, size in sorted(sizes.items())}
+    files[(PACK_FILE,)] = (orjson.dumps(pack, option=orjson.OPT_INDENT_2).decode() + "\n").encode()
     for name, text in render_files(pack).items():
-        write_text_atomically(out / name, text)
-    return PackResult(out, company_id, moment, sum(len(r) for r in records.values()), len(responses),
+        files[Path(name).parts] = text.encode()
+    _write_folder(out, files)
+    return PackResult(out, company_id, moment, sum(len(r) for r in records.values()), len(sizes),
                       len(parts), head)
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, modes().file)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.replace(temporary, path)
+def _target(out: Path, company_id: str) -> Path:
+    """The folder a pack of `company_id` may be written to: `out` resolved, if it is new,
+    empty, or an earlier pack of the same company (replaced whole); never ``/`` or the
+    user's home (:class:`EvidenceError` otherwise)."""
+    target = Path(out).expanduser().resolve()
+    if target == Path(target.anchor) or target == Path.home().resolve():
+        raise EvidenceError(f"--out {out}: a pack is never written into {target}; name a new folder for it")
+    if target.exists() and not target.is_dir():
+        raise EvidenceError(f"--out {out} is a file, not a folder; name a new folder for the pack")
+    if target.is_dir() and any(target.iterdir()):
+        try:
+            earlier = orjson.loads(read_file(target, (PACK_FILE,), 1 << 30))
+        except (OSError, orjson.JSONDecodeError):
+            earlier = None
+        if not isinstance(earlier, dict) or earlier.get("company_id") != company_id:
+            raise EvidenceError(f"--out {out} is not empty and holds no pack of company {shown(company_id)}: "
+                                "name a new or empty folder (an earlier pack of the same company is replaced)")
+    return target
+
+
+def _write_folder(out: Path, files: dict[tuple[str, ...], bytes]) -> None:
+    """Write `files` into a new folder beside `out`, then put it in `out`'s place (an
+    earlier pack there is replaced whole, never merged)."""
+    chosen = modes()
+    make_folders(out.parent, chosen.folder)
+    token = f"{os.getpid()}-{secrets.token_hex(4)}"
+    if out.is_dir() and not any(out.iterdir()):  # an empty folder the user made: written in place
+        for parts, data in files.items():
+            write_file(out, parts, data, mode=chosen.file, folder_mode=chosen.folder)
+        return
+    building = out.with_name(f".{out.name}.new-{token}")
+    os.mkdir(building, chosen.folder)
+    try:
+        os.chmod(building, chosen.folder)
+        for parts, data in files.items():
+            write_file(building, parts, data, mode=chosen.file, folder_mode=chosen.folder)
+        if out.is_dir() and not out.is_symlink():
+            earlier = out.with_name(f".{out.name}.old-{token}")
+            os.rename(out, earlier)
+            os.rename(building, out)
+            shutil.rmtree(earlier, ignore_errors=True)
+        else:
+            os.rename(building, out)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise

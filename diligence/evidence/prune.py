@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from pipelines.company_connections.manifest import ManifestWriter, read_manifest, sealed_path
+from pipelines.company_connections.confined import remove_file
+from pipelines.company_connections.manifest import read_manifest, sealed_path
+from pipelines.company_connections.sealing import ManifestWriter, chain_links, folder_lock
 from pipelines.company_connections.store import ENTRIES, ResponseStore
 
 from ..errors import EvidenceError
@@ -41,8 +43,8 @@ def _remove_unreferenced(store: ResponseStore, referenced: set[str]) -> tuple[in
     removed = freed = 0
     for stored in store:
         if stored.sha256 not in referenced:
-            freed += stored.path.stat().st_size
-            stored.path.unlink()
+            freed += stored.path.lstat().st_size
+            remove_file(store.root, store.parts(stored.sha256))
             removed += 1
     return removed, freed
 
@@ -78,8 +80,10 @@ def prune_evidence(owner: Warehouse, retain_days: float, *, now: datetime | None
             "pruned": [[m.sync_id, str((m.seal or {}).get("hash")), m.header.get("synced_at")] for m in old]},
             file_modes())
         sealed = writer.seal()  # first: a prune killed half-way has still said what it removes
-        for manifest in old:
-            sealed_path(root / SYNCS, manifest.sync_id).unlink(missing_ok=True)
+        with folder_lock(writer.path):
+            for manifest in old:
+                remove_file(root, (SYNCS, sealed_path(root / SYNCS, manifest.sync_id).name))
+            chain_links(root / SYNCS, save=True, modes=file_modes())
         responses, freed = _remove_unreferenced(
             ResponseStore(root), {e.sha256 for m in kept for e in m.entries})
         itself = read_manifest(sealed_path(root / SYNCS, writer.sync_id))

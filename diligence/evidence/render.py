@@ -4,7 +4,8 @@
 table under ``records/``. Rendering is deterministic: ``diligence verify DIR`` renders
 them again and compares, so a readable file changed after the pack was written is
 found. Every text that came from the service is escaped (HTML) or guarded (a CSV cell
-that a spreadsheet would run as a formula gets a leading ``'``).
+shows control characters as ``\\xNN``, and one that a spreadsheet would run as a formula
+gets a leading ``'``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import jinja2
 import orjson
 
 from ..report.export import FORMULA_TRIGGERS
-from ..safe_text import markdown_text
+from ..safe_text import markdown_text, terminal_text
 
 __all__ = ["answers_of", "render_files"]
 
@@ -95,7 +96,9 @@ def _answer(information: Any, options: Any) -> str:
 
 
 def _cell(value: Any) -> str:
-    text = _text(value) if not isinstance(value, bool) else ("true" if value else "false")
+    """A CSV cell: control characters shown as ``\\xNN`` (as the terminal shows them),
+    and a formula guarded."""
+    text = terminal_text(_text(value) if not isinstance(value, bool) else ("true" if value else "false"))
     return "'" + text if text.startswith(FORMULA_TRIGGERS) else text
 
 

@@ -68,7 +68,11 @@ class EvidenceTransport(httpx.AsyncBaseTransport):
         if entry is None:
             raise httpx.ConnectError(f"no answer to {request.method} {request.url.path} in the evidence of "
                                      f"sync {self.manifest.sync_id}", request=request)
-        body = self.store.get(entry.sha256)
+        try:
+            body = self.store.get(entry.sha256, entry.size)
+        except OSError as exc:
+            raise EvidenceError(f"response {entry.sha256} of sync {self.manifest.sync_id} cannot be read ({exc}); "
+                                "run `diligence verify`") from None
         if body_sha256(body) != entry.sha256:
             raise EvidenceError(f"response {entry.sha256} of sync {self.manifest.sync_id} was altered; "
                                 "run `diligence verify`")

@@ -22,8 +22,6 @@ syncs and rows whose sync has not sealed its manifest yet are counted, not check
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,10 +30,11 @@ from typing import Any
 from pipelines.company_connections import settings as s
 from pipelines.company_connections.manifest import Manifest
 from pipelines.company_connections.rows import rows_of_response
-from pipelines.company_connections.store import body_sha256
+from pipelines.company_connections.store import MAX_BODY
 
 from ..errors import EvidenceError
 from ..warehouse import Warehouse, table_names
+from .accounting import recount
 from .bucket import pull_everything
 from .chain import Store, parse_time, read_store
 
@@ -116,19 +115,33 @@ def find_head(store: Store | Iterable[str], head: str) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+def _sizes(store: Store) -> dict[str, int]:
+    """The size each sealed manifest records for a response (the largest, if several
+    disagree: the hash then decides)."""
+    sizes: dict[str, int] = {}
+    for manifest in [*store.sealed, *store.unsealed]:
+        for entry in manifest.entries:
+            if entry.note != "file" and entry.size > sizes.get(entry.sha256, -1):
+                sizes[entry.sha256] = entry.size
+    return sizes
+
+
 def _check_responses(store: Store, result: Verification) -> tuple[set[str], set[str]]:
-    """Every kept response hashes to its name; every one a sealed manifest names is
+    """Every kept response hashes to its name (read back and hashed as it decompresses,
+    never past the size its manifest records); every one a sealed manifest names is
     kept. Returns (good, bad) hashes: kept intact, and altered or missing."""
     good: set[str] = set()
     bad: set[str] = set()
-    for stored in store.responses:
+    sizes = _sizes(store)
+    files, strays = store.responses.scan()
+    result.problems.extend(strays)
+    for stored in files:
         try:
-            body = gzip.decompress(stored.path.read_bytes())
-        except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
-            result.problems.append(f"response {stored.sha256} is damaged: it does not decompress")
+            actual, _size = store.responses.digest(stored.sha256, sizes.get(stored.sha256, MAX_BODY))
+        except OSError as exc:
+            result.problems.append(f"response {stored.sha256} is damaged: {exc}")
             bad.add(stored.sha256)
             continue
-        actual = body_sha256(body)
         if actual != stored.sha256:
             result.problems.append(f"response {stored.sha256} was altered: its bytes hash to {actual}")
             bad.add(stored.sha256)
@@ -236,7 +249,7 @@ def _raw_rows(con: Any, table: str) -> Iterator[dict[str, Any]]:
 def verify_warehouse(owner: Warehouse, *, head: str | None = None) -> Verification:
     """Verify `owner` against its evidence store (see the module docstring); a store in
     a bucket is copied in first."""
-    pull_everything(owner)
+    strays = pull_everything(owner)
     root = owner.evidence_root
     if root is None or not (root / "syncs").is_dir():
         where = root if root is not None else "(evidence is off: [evidence] enabled = false)"
@@ -244,7 +257,7 @@ def verify_warehouse(owner: Warehouse, *, head: str | None = None) -> Verificati
                             "there (or pass --evidence)")
     store = read_store(root)
     result = Verification(syncs=len(store.syncs()), head=store.head[0] if store.head else None)
-    result.problems.extend(store.problems())
+    result.problems.extend([*strays, *store.problems()])
     good, bad = _check_responses(store, result)
     index = _Index.of(store)
     if owner.exists():
@@ -259,10 +272,11 @@ def verify_warehouse(owner: Warehouse, *, head: str | None = None) -> Verificati
 def _check_warehouse(con: Any, store: Store, index: _Index, good: set[str], bad: set[str],
                      result: Verification) -> None:
     tables = table_names(con)
-    first = min((t for m in store.syncs() if (t := parse_time(m.header.get("started_at")))), default=None)
+    first = store.began
+    sizes = _sizes(store)
 
     def body_of(sha: str) -> bytes:
-        return store.responses.get(sha)
+        return store.responses.get(sha, sizes.get(sha, MAX_BODY))
 
     def lists_of(sha: str, namespace: str) -> list[bytes]:
         manifest = index.holder.get((sha, namespace))
@@ -275,7 +289,11 @@ def _check_warehouse(con: Any, store: Store, index: _Index, good: set[str], bad:
         checkable = []
         for row in _raw_rows(con, table):
             sha = row["response_sha256"]
-            if sha is None:
+            since = _version_time(row)
+            if sha is None and first is not None and (since is None or since >= first):
+                result.problems.append(f"{_describe(table, row)} names no response (response_sha256 is NULL), "
+                                       f"though it is not older than the evidence ({_iso(first)})")
+            elif sha is None:
                 result.before_evidence += 1
             elif (sha, row["namespace_company_id"]) in index.holder or (
                     table == "user_roles" and (sha, None) in index.holder):
@@ -285,13 +303,14 @@ def _check_warehouse(con: Any, store: Store, index: _Index, good: set[str], bad:
                     result.problems.append(f"{_describe(table, row)}: its response {sha[:12]} is not kept")
             elif sha in index.unsealed:
                 result.awaiting_seal += 1
-            elif store.pruned_before is not None and _version_time(row) is not None \
-                    and _version_time(row) < store.pruned_before:  # type: ignore[operator]
+            elif store.pruned_before is not None and since is not None and since < store.pruned_before:
                 result.pruned += 1
             else:
                 result.problems.append(f"{_describe(table, row)}: its response {sha[:12]} is in no sealed "
                                        "manifest")
         result.rows += check_rows(table, checkable, body_of, lists_of, result.problems)
+    recount(con, [m for m in store.ordered() if m.header.get("kind", "sync") in ("sync", "replay")],
+            result.problems)
     if "raw.document_files" in tables:
         for ns, doc, sha, downloaded in con.execute(
                 "select namespace_company_id, document_id, sha256, downloaded_at from raw.document_files "

@@ -425,7 +425,7 @@ class ServiceClient:
         if evidence is not None:
             set_answer(None)
             if kept and (entry := evidence.lookup(method, where, namespace)) is not None:
-                with contextlib.suppress(FileNotFoundError):  # the store lost it: ask again
+                with contextlib.suppress(OSError):  # the store lost or altered it: ask again
                     return self._kept_answer(entry, evidence.body(entry), url, path, parse)
 
         async def once(attempt: int) -> T:

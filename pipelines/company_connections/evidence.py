@@ -3,7 +3,7 @@
 An :class:`EvidenceLog` is handed to the client for one sync. Each response the client
 parses (and each authoritative 403/404) is kept in the :class:`~.store.ResponseStore` by
 the SHA-256 of its bytes and recorded in the sync's manifest
-(:class:`~.manifest.ManifestWriter`); the client tells its caller which response(s) an
+(:class:`~.sealing.ManifestWriter`); the client tells its caller which response(s) an
 answer came from (:func:`last_answer`), so every row can name its response.
 
 An interrupted sync's unsealed manifest is this log's :class:`Kept` answers: the child
@@ -27,9 +27,11 @@ from typing import Any
 
 import orjson
 
-from .manifest import ChainLock, Entry, Manifest, ManifestWriter
+from .errors import EvidenceFileError
+from .manifest import Entry, Manifest
 from .schema import TABLE_COLUMNS
-from .store import FileModes, ResponseStore
+from .sealing import ChainLock, ManifestWriter
+from .store import FileModes, ResponseStore, body_sha256
 
 __all__ = [
     "Answer",
@@ -172,7 +174,7 @@ class EvidenceLog:
               modes: FileModes | None = None, chain_lock: ChainLock | None = None) -> EvidenceLog:
         """A new manifest in the store at `root` (`kind`: ``sync``, ``documents``,
         ``replay``; `extra`: more of its header; `modes`: of its files, owner-only by
-        default; `chain_lock`: held while it is sealed, see :data:`~.manifest.ChainLock`)."""
+        default; `chain_lock`: held while it is sealed, see :data:`~.sealing.ChainLock`)."""
         store = ResponseStore(root, modes=modes)
         header = {"sync_id": sync_id, "kind": kind, "started_at": started_at.isoformat(),
                   "synced_at": synced_at.isoformat(), "version": version, **identity.header(),
@@ -195,7 +197,12 @@ class EvidenceLog:
         return self.kept.lookup(method, path, namespace)
 
     def body(self, entry: Entry) -> bytes:
-        return self.store.get(entry.sha256)
+        """The bytes of a kept answer, checked against its entry's hash and size
+        (:class:`~.errors.EvidenceFileError`, an OSError, when they are not its bytes)."""
+        body = self.store.get(entry.sha256, entry.size)
+        if len(body) != entry.size or body_sha256(body) != entry.sha256:
+            raise EvidenceFileError(f"response {entry.sha256} was altered: it is not the answer its entry records")
+        return body
 
     def reuse(self, entry: Entry) -> None:
         """Record in this sync's manifest an answer kept from an interrupted sync."""

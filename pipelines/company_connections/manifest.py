@@ -1,4 +1,4 @@
-"""A sync's manifest: one record per response it read, sealed into a hash chain.
+"""A sync's manifest: one record per response it read, read back as a store holds it.
 
 ::
 
@@ -7,49 +7,42 @@
                   "base_url", "account", "warehouse", "resources", "schema", "version",
                   "pid", "host"}
         entry    ["E", method, path, namespace, status, fetched_at, sha256, size, from, note]
-        outcome  ["N", namespace, "committed" | "failed", error]
+        outcome  ["N", namespace, "committed" | "failed", error, rows?]
     <store>/syncs/<sync_id>.manifest.gz     once sealed (gzip JSON): the header, the
         outcomes, the entries' table (by its hash, in <store>/entries/), each entry's
         fetched_at, the entries per namespace, and the seal {"previous", "entries",
         "merkle", "content", "sealed_at", "how", "hash", "break"?}
-    <store>/syncs/HEAD    "<hash of the last sealed manifest> <its sync_id>"
+    <store>/syncs/HEAD    "<hash of the last sealed manifest> <its sync_id>" (a cache)
+    <store>/syncs/CHAIN   one line per sealed manifest: its hash, the previous one's,
+                          its sync id, kind and seal time (a cache; see :mod:`.sealing`)
 
 Every request the sync completes adds an entry as its answer arrives: the response's
 status, when it came, and the SHA-256 and size of its body, which
 :class:`~.store.ResponseStore` keeps (``from`` names the interrupted sync an answer was
 kept from; ``note`` is a page's ``Link`` header, or ``file`` for a downloaded document's
-file, whose bytes are not kept). After a namespace is committed, an outcome
-record says so. At the end the manifest is sealed: its hash covers its header and
-outcomes, the Merkle root of its entries (in canonical order: namespace, path,
-method) and the previous sealed manifest's hash, so the manifests form a chain whose
-head is in ``HEAD``; sealing is serialised by a lock (``flock``) on the store's ``syncs``
-folder itself.
-The hash is of the content, not of the file: a sealed manifest keeps its entries'
-table (method, path, namespace, status, sha256, size, ...) content-addressed in
-``<store>/entries/``, so syncs that read the same answers share it, and only their
-times are stored again.
+file, whose bytes are not kept). After a namespace is committed, an outcome record says
+so, with the raw row versions the commit inserted and retired per table (``rows``:
+``{table: [inserted, retired]}``), which ``diligence verify`` counts again: a row
+deleted from the warehouse is missed there. Sealing (:mod:`.sealing`) covers all of it
+with one hash that links to the manifest sealed before.
 
 While it is written, the manifest is the sync's resume journal: a sync killed half-way
-leaves an unsealed manifest, whose entries the next sync answers from (see
-:mod:`.kept`); that next sync seals it first, as ``interrupted``. Each record is
+leaves an unsealed manifest, whose entries the next sync answers from. Each record is
 ``<length u32><crc32 u32><payload>`` (payload: JSON); a process killed at any byte leaves
 a file whose last record is short or fails its checksum, and reading stops there.
+
+A manifest is read as the outside world wrote it (:mod:`.confined`): never through a
+link, bounded in size, its sync id and every hash checked against their grammar; one
+that breaks a rule is unreadable (:func:`load_manifest` says why) or damaged.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import gzip
-import hashlib
-import logging
 import os
-import socket
 import struct
-import threading
 import zlib
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,41 +50,39 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from .store import ENTRIES, FileModes, ResponseStore, body_sha256, make_folder, new_file
+from .confined import (
+    gunzip_file,
+    is_sha256,
+    is_sync_id,
+    listing,
+    open_file,
+    shown,
+)
+from .errors import EvidenceFileError
+from .store import ENTRIES, MAX_TABLE, ResponseStore, body_sha256
 
 __all__ = [
-    "ChainLock",
     "Entry",
     "Manifest",
-    "ManifestWriter",
-    "Sealed",
-    "canonical",
-    "chain_head",
-    "content_digest",
-    "expected_hash",
-    "folder_lock",
-    "head_problem",
-    "leaf_hash",
-    "leaves",
-    "manifest_hash",
+    "SEALED_SUFFIX",
+    "SUFFIX",
+    "encode",
+    "load_manifest",
     "manifest_paths",
     "manifests",
-    "merkle_proof",
-    "merkle_root",
+    "read_appended",
     "read_manifest",
-    "root_of_proof",
-    "seal",
     "sealed_path",
 ]
-
-logger = logging.getLogger("diligence.evidence")
 
 MANIFEST_VERSION = 1
 SUFFIX = ".manifest"
 SEALED_SUFFIX = ".manifest.gz"
 HEAD = "HEAD"
+CHAIN = "CHAIN"
 _RECORD = struct.Struct("<II")
-_MAX_RECORD = 1 << 31
+#: the largest record of a manifest being written (a header, an entry, an outcome)
+_MAX_RECORD = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -121,8 +112,24 @@ class Entry:
     def key(self) -> tuple[str, str, str | None]:
         return (self.method, self.path, self.namespace)
 
+    def problem(self) -> str | None:
+        """Why this entry is not well-formed (its names are used as paths and its size
+        as a bound), or None."""
+        if not isinstance(self.method, str) or not isinstance(self.path, str) or not isinstance(self.fetched_at, str):
+            return "an entry whose method, path or time is not text"
+        if self.namespace is not None and not isinstance(self.namespace, str):
+            return f"the entry of {shown(self.path)} has a namespace that is not text"
+        if not is_sha256(self.sha256):
+            return f"the entry of {shown(self.path)} names a response {shown(self.sha256)} that is not a SHA-256"
+        if type(self.size) is not int or self.size < 0 or type(self.status) is not int:
+            return f"the entry of {shown(self.path)} has a size or status that is not a whole number"
+        if self.kept_from is not None and not is_sync_id(self.kept_from):
+            return f"the entry of {shown(self.path)} was kept from {shown(self.kept_from)}, not a sync id"
+        if self.note is not None and not isinstance(self.note, str):
+            return f"the entry of {shown(self.path)} has a note that is not text"
+        return None
 
-# -- the file --------------------------------------------------------------------------
+
 def encode(payload: Any) -> bytes:
     data = orjson.dumps(payload)
     return _RECORD.pack(len(data), zlib.crc32(data)) + data
@@ -146,6 +153,10 @@ def _records(file: BinaryIO) -> Iterator[tuple[int, int, bytes]]:
         offset = end
 
 
+#: namespace -> table -> [row versions inserted, retired] by a committed namespace
+RowCounts = dict[str, list[int]]
+
+
 @dataclass
 class Manifest:
     """A manifest as read from disk (its intact part)."""
@@ -155,12 +166,15 @@ class Manifest:
     entries: list[Entry] = field(default_factory=list)
     #: namespace -> ("committed" | "failed", error)
     outcomes: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    #: namespace -> the raw row versions its commit inserted and retired, per table
+    #: (syncs of older releases recorded none)
+    rows: dict[str, RowCounts] = field(default_factory=dict)
     seal: dict[str, Any] | None = None
     #: bytes of intact records, and of the file (more: a torn tail); a sealed one's: 0
     intact: int = 0
     size: int = 0
     #: why a sealed manifest's content cannot be read whole (its entries' table is
-    #: missing or altered), else None
+    #: missing, altered or not well-formed), else None
     damaged: str | None = None
     #: a sealed manifest's table of entries (its hash, in the store's ``entries``)
     table: str | None = None
@@ -184,6 +198,11 @@ class Manifest:
             _read_table(self, self.times or [])
         return self
 
+    def outcome_records(self) -> list[list[Any]]:
+        """The outcomes as a sealed manifest keeps them (and its hash covers them)."""
+        return sorted([ns, status, error, *([self.rows[ns]] if ns in self.rows else [])]
+                      for ns, (status, error) in self.outcomes.items())
+
     @property
     def sync_id(self) -> str:
         return str(self.header.get("sync_id"))
@@ -200,20 +219,42 @@ class Manifest:
         return started if started.tzinfo else started.replace(tzinfo=timezone.utc)
 
 
-def read_manifest(path: Path, *, entries: bool = True) -> Manifest | None:
-    """A manifest: a sealed one whole (`entries` False: without its entries, see
-    :meth:`Manifest.load_entries`), one being written (or left by a killed sync) as far
-    as its records are intact; None when not even its header is readable."""
-    file = _open(path)
-    if file is None:
-        return None
-    with file:
+def sealed_path(folder: Path, sync_id: str) -> Path:
+    if not is_sync_id(sync_id):
+        raise EvidenceFileError(f"sync id {shown(sync_id)} is not a sync id (like 20261126T173518945208Z)")
+    return folder / f"{sync_id}{SEALED_SUFFIX}"
+
+
+def load_manifest(path: Path, *, entries: bool = True) -> Manifest:
+    """The manifest at `path`: a sealed one whole (`entries` False: without its entries,
+    see :meth:`Manifest.load_entries`), one being written (or left by a killed sync) as
+    far as its records are intact. Raises :class:`EvidenceFileError` (or
+    FileNotFoundError) saying why it cannot be read."""
+    stem = path.name.removesuffix(SEALED_SUFFIX).removesuffix(SUFFIX)
+    if not is_sync_id(stem):
+        raise EvidenceFileError(f"{path.name} is not the name of a manifest (<sync id>{SEALED_SUFFIX})")
+    if path.name.endswith(SEALED_SUFFIX):
+        body = gunzip_file(path.parent.parent, (path.parent.name, path.name), MAX_TABLE)
         try:
-            if path.name.endswith(SEALED_SUFFIX):
-                return _read_sealed(path, orjson.loads(gzip.decompress(file.read())), entries)
-            return _read_records(path, file, os.fstat(file.fileno()).st_size)
-        except (OSError, EOFError, zlib.error, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            return None
+            return _read_sealed(path, orjson.loads(body), entries)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise EvidenceFileError(f"{path.name} is not a sealed manifest ({type(exc).__name__})") from None
+    with open_file(path.parent.parent, (path.parent.name, path.name)) as file:
+        size = os.fstat(file.fileno()).st_size
+        if size > MAX_TABLE:
+            raise EvidenceFileError(f"{path.name} holds more than {MAX_TABLE:,} bytes: not read")
+        manifest = _read_records(path, file, size)
+    if manifest is None:
+        raise EvidenceFileError(f"{path.name}: its header is not readable")
+    return manifest
+
+
+def read_manifest(path: Path, *, entries: bool = True) -> Manifest | None:
+    """:func:`load_manifest`, or None when the manifest cannot be read."""
+    try:
+        return load_manifest(path, entries=entries)
+    except OSError:
+        return None
 
 
 def read_appended(path: Path, offset: int) -> tuple[list[Entry], int] | None:
@@ -221,26 +262,23 @@ def read_appended(path: Path, offset: int) -> tuple[list[Entry], int] | None:
     records ended when it was last read: :attr:`Manifest.intact`): the entries of the
     intact records after it, and where they end; None when it cannot be read. Reads
     only those bytes, where :func:`read_manifest` reads the whole file again."""
-    file = _open(path)
-    if file is None:
-        return None
     appended = Manifest(path, {}, intact=offset)
-    with file:
-        try:
+    try:
+        with open_file(path.parent.parent, (path.parent.name, path.name)) as file:
             file.seek(offset)
             _read_body(appended, _records(file), offset)
-        except OSError:
-            return None
+    except OSError:
+        return None
     return appended.entries, appended.intact
 
 
-def _open(path: Path) -> BinaryIO | None:
-    """`path` opened for reading, not through a symbolic link; None when it cannot be."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    return os.fdopen(fd, "rb", buffering=1 << 20)
+def _header_problem(path: Path, header: Any) -> str | None:
+    if not isinstance(header, dict) or header.get("manifest") != MANIFEST_VERSION:
+        return "its header is not a manifest's"
+    stem = path.name.removesuffix(SEALED_SUFFIX).removesuffix(SUFFIX)
+    if header.get("sync_id") != stem:
+        return f"its header names sync {shown(header.get('sync_id'))}, not {stem}"
+    return None
 
 
 def _read_records(path: Path, file: BinaryIO, size: int) -> Manifest | None:
@@ -252,36 +290,76 @@ def _read_records(path: Path, file: BinaryIO, size: int) -> Manifest | None:
         header = orjson.loads(first[2])
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(header, dict) or header.get("manifest") != MANIFEST_VERSION:
+    if _header_problem(path, header) is not None:
         return None
     manifest = Manifest(path, header, intact=first[1], size=size)
     _read_body(manifest, records, 0)
     return manifest
 
 
+def _rows_of(value: Any) -> RowCounts | None:
+    """A committed namespace's row counts, if well-formed."""
+    if not isinstance(value, dict):
+        return None
+    counts: RowCounts = {}
+    for table, pair in value.items():
+        if not (isinstance(table, str) and isinstance(pair, list) and len(pair) == 2
+                and all(type(n) is int and n >= 0 for n in pair)):
+            return None
+        counts[table] = list(pair)
+    return counts
+
+
+def _outcome(manifest: Manifest, record: list[Any]) -> bool:
+    """Add the outcome `record` (``[ns, status, error, rows?]``) to `manifest`; False
+    when it is not well-formed."""
+    if len(record) not in (3, 4) or not isinstance(record[0], str) or record[1] not in ("committed", "failed"):
+        return False
+    if record[2] is not None and not isinstance(record[2], str):
+        return False
+    rows = _rows_of(record[3]) if len(record) == 4 else None
+    if len(record) == 4 and rows is None:
+        return False
+    manifest.outcomes[record[0]] = (record[1], record[2])
+    if rows is not None:
+        manifest.rows[record[0]] = rows
+    return True
+
+
 def _read_body(manifest: Manifest, records: Iterator[tuple[int, int, bytes]], start: int) -> None:
     """Add the entries and outcomes of `records` (read from byte `start` of the file) to
-    `manifest` up to the first record that is neither; its `intact` becomes their end."""
+    `manifest` up to the first record that is neither (or not well-formed); its `intact`
+    becomes their end."""
     for _offset, end, payload in records:
         try:
             record = orjson.loads(payload)
         except orjson.JSONDecodeError:
             break
         if isinstance(record, list) and record and record[0] == "E" and len(record) == 10:
-            manifest.entries.append(Entry.of(record))
-        elif isinstance(record, list) and record and record[0] == "N" and len(record) == 4:
-            manifest.outcomes[str(record[1])] = (str(record[2]), record[3])
-        else:
+            entry = Entry.of(record)
+            if entry.problem() is not None:
+                break
+            manifest.entries.append(entry)
+        elif not (isinstance(record, list) and record and record[0] == "N" and _outcome(manifest, record[1:])):
             break
         manifest.intact = start + end
 
 
-def _read_sealed(path: Path, document: dict[str, Any], entries: bool = True) -> Manifest | None:
+def _read_sealed(path: Path, document: dict[str, Any], entries: bool = True) -> Manifest:
     header = document["header"]
-    if header.get("manifest") != MANIFEST_VERSION:
-        return None
-    manifest = Manifest(path, header, seal=document["seal"],
-                        outcomes={str(ns): (str(status), error) for ns, status, error in document["outcomes"]})
+    problem = _header_problem(path, header)
+    if problem is not None:
+        raise EvidenceFileError(f"{path.name}: {problem}")
+    seal = document["seal"]
+    if not (isinstance(seal, dict) and is_sha256(seal.get("hash"))
+            and (seal.get("previous") is None or is_sha256(seal.get("previous")))):
+        raise EvidenceFileError(f"{path.name}: its seal is not well-formed")
+    if not is_sha256(document["entries"]) or not isinstance(document["fetched_at"], list):
+        raise EvidenceFileError(f"{path.name}: its table of entries is not named by a SHA-256")
+    manifest = Manifest(path, header, seal=seal)
+    for record in document["outcomes"]:
+        if not (isinstance(record, list) and _outcome(manifest, record)):
+            raise EvidenceFileError(f"{path.name}: an outcome is not well-formed")
     manifest.table = document["entries"]
     if not entries and "namespaces" in document:
         manifest.counts = {ns: int(n) for ns, n in document["namespaces"]}
@@ -296,298 +374,52 @@ def _read_table(manifest: Manifest, times: list[str]) -> None:
     table = str(manifest.table)
     store = ResponseStore(manifest.path.parent.parent, ENTRIES)
     try:
-        body = store.get(table)
-    except (OSError, EOFError, zlib.error):
+        body = store.get(table, MAX_TABLE)
+    except FileNotFoundError:
         manifest.damaged = f"its table of entries {table} is missing"
+        return
+    except OSError as exc:
+        manifest.damaged = f"its table of entries {table} cannot be read: {exc}"
         return
     if body_sha256(body) != table:
         manifest.damaged = f"its table of entries {table} was altered"
         return
-    rows = orjson.loads(body)
-    if len(rows) != len(times):
+    try:
+        rows = orjson.loads(body)
+        found = [Entry(row[0], row[1], row[2], row[3], at, row[4], row[5], row[6], row[7])
+                 for row, at in zip(rows, times, strict=True)]
+    except (orjson.JSONDecodeError, TypeError, ValueError, IndexError, KeyError):
         manifest.damaged = "its entries and their times do not match"
         return
-    manifest.entries = [Entry(row[0], row[1], row[2], row[3], at, row[4], row[5], row[6], row[7])
-                        for row, at in zip(rows, times, strict=True)]
+    problem = next((p for e in found if (p := e.problem()) is not None), None)
+    if problem is not None:
+        manifest.damaged = f"its table of entries holds {problem}"
+        return
+    manifest.entries = found
     manifest.counts = None
 
 
-# -- hashes ----------------------------------------------------------------------------
-def merkle_root(leaves: list[str]) -> str:
-    """The Merkle root of hex leaf hashes (an odd one is carried up; no leaf: the hash of
-    nothing)."""
-    if not leaves:
-        return hashlib.sha256(b"").hexdigest()
-    level = [bytes.fromhex(leaf) for leaf in leaves]
-    while len(level) > 1:
-        paired = [hashlib.sha256(level[i] + level[i + 1]).digest() for i in range(0, len(level) - 1, 2)]
-        if len(level) % 2:
-            paired.append(level[-1])
-        level = paired
-    return level[0].hex()
-
-
-def canonical(entries: list[Entry]) -> list[Entry]:
-    """Entries in the order a manifest's hash takes them: by namespace, path, method (a
-    sync completes its requests in no fixed order)."""
-    return sorted(entries, key=lambda e: (e.namespace or "", e.path, e.method, e.fetched_at))
-
-
-def leaves(entries: list[Entry]) -> list[str]:
-    """The Merkle leaves of entries in canonical order: the hash of each one's record."""
-    return [leaf_hash(e) for e in canonical(entries)]
-
-
-def content_digest(header: dict[str, Any], outcomes: dict[str, tuple[str, str | None]],
-                   how: str = "complete", breaks: str | None = None) -> str:
-    """The digest of a manifest's header, outcomes, how it was sealed and the chain break
-    it recorded (if any)."""
-    document = {"header": header, "outcomes": sorted([ns, *value] for ns, value in outcomes.items()),
-                "how": how, "break": breaks}
-    return hashlib.sha256(orjson.dumps(document, option=orjson.OPT_SORT_KEYS)).hexdigest()
-
-
-def merkle_proof(leaves: list[str], index: int) -> list[list[str]]:
-    """The path from leaf `index` to the root of :func:`merkle_root`: per level, the
-    sibling's side (``L`` or ``R``) and hash; a level where the node is carried up adds
-    nothing."""
-    proof: list[list[str]] = []
-    level = [bytes.fromhex(leaf) for leaf in leaves]
-    while len(level) > 1:
-        sibling = index ^ 1
-        if sibling < len(level):
-            proof.append(["L" if sibling < index else "R", level[sibling].hex()])
-        paired = [hashlib.sha256(level[i] + level[i + 1]).digest() for i in range(0, len(level) - 1, 2)]
-        if len(level) % 2:
-            paired.append(level[-1])
-        level, index = paired, index // 2
-    return proof
-
-
-def root_of_proof(leaf: str, proof: list[list[str]]) -> str:
-    """The root that `leaf` and its :func:`merkle_proof` lead to."""
-    node = bytes.fromhex(leaf)
-    for side, sibling in proof:
-        pair = bytes.fromhex(sibling) + node if side == "L" else node + bytes.fromhex(sibling)
-        node = hashlib.sha256(pair).digest()
-    return node.hex()
-
-
-def leaf_hash(entry: Entry) -> str:
-    """The Merkle leaf of one entry: the hash of its record."""
-    return hashlib.sha256(orjson.dumps(entry.record())).hexdigest()
-
-
-def manifest_hash(previous: str | None, content: str, merkle: str) -> str:
-    """A sealed manifest's hash: its header and outcomes, its entries' Merkle root, and
-    the previous sealed manifest's hash (None: the first of the chain)."""
-    return hashlib.sha256(f"diligence-manifest:{previous or ''}:{content}:{merkle}".encode()).hexdigest()
-
-
-def expected_hash(manifest: Manifest) -> str:
-    """What a sealed manifest's hash must be, recomputed from its content."""
-    assert manifest.seal is not None
-    seal = manifest.seal
-    content = content_digest(manifest.header, manifest.outcomes, str(seal.get("how")), seal.get("break"))
-    return manifest_hash(seal.get("previous"), content, merkle_root(leaves(manifest.entries)))
-
-
-# -- writing ---------------------------------------------------------------------------
-class ManifestWriter:
-    """The manifest a sync writes (append-only, thread-safe), sealed at its end."""
-
-    def __init__(self, folder: Path, header: dict[str, Any], modes: FileModes | None = None,
-                 chain_lock: ChainLock | None = None) -> None:
-        self.modes = modes or FileModes()
-        #: held while a manifest of this store is sealed (see :func:`seal`)
-        self.chain_lock = chain_lock or folder_lock
-        make_folder(folder, self.modes)
-        self.folder = folder
-        self.sync_id = str(header["sync_id"])
-        self.path = folder / f"{self.sync_id}{SUFFIX}"
-        self._lock = threading.Lock()
-        self._fd = new_file(self.path, self.modes, append=True)
-        self.entries = 0
-        self._append({"manifest": MANIFEST_VERSION, "pid": os.getpid(), "host": socket.gethostname(),
-                      **header})
-
-    def _append(self, payload: Any) -> None:
-        data = encode(payload)
-        with self._lock:
-            try:
-                os.write(self._fd, data)
-            except OSError as exc:  # e.g. a full disk: say which file
-                raise OSError(exc.errno, exc.strerror, str(self.path)) from None
-
-    def entry(self, entry: Entry) -> None:
-        self._append(entry.record())
-        self.entries += 1
-
-    def outcome(self, namespace: str, status: str, error: str | None = None) -> None:
-        """Record that `namespace` was committed, or failed (its previous data kept)."""
-        self._append(["N", namespace, status, error])
-
-    def close(self) -> None:
-        with self._lock:
-            if self._fd >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(self._fd)
-                self._fd = -1
-
-    def seal(self, how: str = "complete") -> Sealed:
-        """Seal this manifest into the chain (the new head)."""
-        self.close()
-        return seal(self.path, how, self.modes, lock=self.chain_lock)
-
-
-#: What :func:`seal` holds while it reads the chain's head and writes the new one: given
-#: the manifest sealed, a context manager (default :func:`folder_lock`; a store kept in
-#: a bucket also takes the bucket's lock, see :mod:`diligence.evidence.bucket`).
-ChainLock = Callable[[Path], AbstractContextManager[None]]
-
-
-@contextlib.contextmanager
-def folder_lock(manifest: Path) -> Iterator[None]:
-    """Held while a manifest is sealed: an exclusive ``flock`` on its folder itself (no
-    lock file is left behind)."""
-    fd = os.open(manifest.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def chain_head(folder: Path) -> tuple[str, str] | None:
-    """(hash, sync_id) of the last sealed manifest of the store's `folder`, or None."""
-    try:
-        words = (folder / HEAD).read_text().split()
-    except OSError:
-        return None
-    return (words[0], words[1]) if len(words) == 2 else None
-
-
-def sealed_path(folder: Path, sync_id: str) -> Path:
-    return folder / f"{sync_id}{SEALED_SUFFIX}"
-
-
-def head_problem(folder: Path) -> str | None:
-    """Why the chain's head in the store's `folder` cannot be followed (None: it can):
-    ``HEAD`` is missing while sealed manifests exist, or names a manifest that is
-    missing, damaged, or does not hash to it. Cheap: only the head is read (``diligence
-    verify`` checks the whole chain)."""
-    head = chain_head(folder)
-    if head is None:
-        if (folder / HEAD).exists():
-            return f"{folder / HEAD} is not readable"
-        sealed = list(folder.glob(f"*{SEALED_SUFFIX}")) if folder.is_dir() else []
-        return f"{folder / HEAD} is missing while {len(sealed)} sealed manifests are there" if sealed else None
-    digest, sync_id = head
-    manifest = read_manifest(sealed_path(folder, sync_id))
-    if manifest is None or not manifest.sealed:
-        return f"the head's manifest (sync {sync_id}) is missing or not readable"
-    if manifest.damaged:
-        return f"the head's manifest (sync {sync_id}): {manifest.damaged}"
-    if manifest.seal.get("hash") != digest:  # type: ignore[union-attr]
-        return f"HEAD ({digest[:12]}) is not the hash of the manifest of sync {sync_id}"
-    if expected_hash(manifest) != digest:
-        return f"the manifest of sync {sync_id} (the head) was edited: it does not hash to its seal"
-    return None
-
-
-def _last_sealed(folder: Path) -> str | None:
-    """The hash the newest readable sealed manifest carries (when HEAD is lost)."""
-    for path in reversed(manifest_paths(folder)):
-        manifest = read_manifest(path) if path.name.endswith(SEALED_SUFFIX) else None
-        if manifest is not None and manifest.seal is not None:
-            return str(manifest.seal.get("hash"))
-    return None
-
-
-@dataclass(frozen=True)
-class Sealed:
-    """A manifest sealed into the chain: its hash (the new head), and the break of the
-    chain it found and recorded, if any."""
-
-    hash: str
-    sync_id: str
-    breaks: str | None = None
-
-
-def seal(path: Path, how: str = "complete", modes: FileModes | None = None,
-         lock: ChainLock = folder_lock) -> Sealed:
-    """Seal the manifest at `path` (``how``: ``complete``, or ``interrupted`` for one a
-    killed sync left) after the chain's head: its entries' table goes to the store's
-    ``entries``, and ``<sync_id>.manifest.gz`` replaces the records (a torn tail is
-    dropped). A head that cannot be followed (:func:`head_problem`) is not repaired:
-    the manifest records the break (its hash covers it) and links to the head as found,
-    and the break is logged. Its files get `modes` (default: owner-only). A manifest
-    another process sealed meanwhile is not sealed again. `lock` is held throughout."""
-    modes = modes or FileModes()
-    folder = path.parent
-    with lock(path):
-        manifest = read_manifest(path)
-        if manifest is None and not path.exists():
-            manifest = read_manifest(sealed_path(folder, path.name.removesuffix(SUFFIX)))
-        if manifest is None:
-            raise ValueError(f"{path} is not a readable manifest")
-        if manifest.seal is not None:
-            return Sealed(str(manifest.seal["hash"]), manifest.sync_id, manifest.seal.get("break"))
-        breaks = head_problem(folder)
-        head = chain_head(folder)
-        previous = head[0] if head else _last_sealed(folder)
-        if breaks:
-            logger.warning("the evidence chain is broken: %s; sync %s is sealed after it, the break "
-                           "recorded (see `diligence verify`)", breaks, manifest.sync_id)
-        entries = canonical(manifest.entries)
-        merkle = merkle_root(leaves(entries))
-        content = content_digest(manifest.header, manifest.outcomes, how, breaks)
-        digest = manifest_hash(previous, content, merkle)
-        table = ResponseStore(folder.parent, ENTRIES, modes).put(orjson.dumps(
-            [[e.method, e.path, e.namespace, e.status, e.sha256, e.size, e.kept_from, e.note] for e in entries]))
-        document = {
-            "header": manifest.header,
-            "outcomes": sorted([ns, *value] for ns, value in manifest.outcomes.items()),
-            "entries": table,
-            "fetched_at": [e.fetched_at for e in entries],
-            "namespaces": sorted(([ns, n] for ns, n in manifest.namespaces().items()),
-                                 key=lambda pair: pair[0] or ""),
-            "seal": {"previous": previous, "entries": len(entries), "merkle": merkle, "content": content,
-                     "sealed_at": datetime.now(timezone.utc).isoformat(), "how": how, "hash": digest,
-                     **({"break": breaks} if breaks else {})},
-        }
-        _write_atomically(sealed_path(folder, manifest.sync_id),
-                          gzip.compress(orjson.dumps(document), compresslevel=9, mtime=0), modes)
-        path.unlink()
-        _write_atomically(folder / HEAD, f"{digest} {manifest.sync_id}\n".encode(), modes)
-        return Sealed(digest, manifest.sync_id, breaks)
-
-
-def _write_atomically(path: Path, data: bytes, modes: FileModes) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.unlink(missing_ok=True)  # left by a process of the same pid, killed
-    fd = new_file(temporary, modes)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-
-
 def manifest_paths(folder: Path) -> list[Path]:
-    """Every manifest file of the store's `folder` (sealed or not), in sync id order."""
-    if not folder.is_dir():
-        return []
-    return sorted([*folder.glob(f"*{SUFFIX}"), *folder.glob(f"*{SEALED_SUFFIX}")],
-                  key=lambda p: p.name.split(".")[0])
+    """Every manifest file of the store's `folder` (``syncs``), in sync id order: the
+    sealed ones, and those being written (or left by a killed sync) that were not sealed
+    since (a seal killed after its rename leaves both; the sealed one is the manifest).
+    Only regular files with a manifest's name; :class:`EvidenceFileError` when the
+    folder is a link."""
+    found = listing(folder.parent, (folder.name,))
+    sealed = {name for name, kind in found if kind == "file" and name.endswith(SEALED_SUFFIX)}
+    paths = [folder / name for name, kind in found if kind == "file" and (
+        name in sealed or (name.endswith(SUFFIX) and f"{name}.gz" not in sealed))
+        and is_sync_id(name.removesuffix(SEALED_SUFFIX).removesuffix(SUFFIX))]
+    return sorted(paths, key=lambda p: p.name.split(".")[0])
 
 
 def manifests(folder: Path, *, entries: bool = True) -> list[Manifest]:
     """Every readable manifest of the store's `folder`, in name (sync id) order
     (`entries` False: the sealed ones without their entries)."""
     found = []
-    for path in manifest_paths(folder):
-        manifest = read_manifest(path, entries=entries)
-        if manifest is not None:
-            found.append(manifest)
+    with contextlib.suppress(EvidenceFileError):
+        for path in manifest_paths(folder):
+            manifest = read_manifest(path, entries=entries)
+            if manifest is not None:
+                found.append(manifest)
     return found

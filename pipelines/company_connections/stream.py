@@ -29,8 +29,9 @@ from .config import SourceSettings
 from .evidence import EvidenceLog
 from .extract import extract_namespaces
 from .limits import RequestBudget
-from .manifest import Sealed, seal
+from .manifest import RowCounts
 from .results import NamespaceFailure, NamespaceResult, ProgressListener
+from .sealing import Sealed, seal
 from .staging import warm_up_conversions
 
 __all__ = ["NamespaceStream", "run_coroutine", "stream_namespaces"]
@@ -175,14 +176,15 @@ class NamespaceStream:
             raise self._fetch.error
         self._ended = True
 
-    def committed(self, result: NamespaceResult) -> None:
-        """The caller committed `result`: its outcome goes into the manifest, its staged
-        files are deleted."""
+    def committed(self, result: NamespaceResult, rows: RowCounts | None = None) -> None:
+        """The caller committed `result` (`rows`: the raw row versions its load inserted
+        and retired, per table): its outcome goes into the manifest, its staged files
+        are deleted."""
         evidence = self._fetch.evidence
         if evidence is not None:
             failed = isinstance(result, NamespaceFailure)
             evidence.writer.outcome(result.namespace_company_id, "failed" if failed else "committed",
-                                    result.error if failed else None)
+                                    result.error if failed else None, None if failed else rows)
         self.discard(result)
         self._committed += 1
 

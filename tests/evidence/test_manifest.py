@@ -15,22 +15,21 @@ import pytest
 
 from diligence.evidence.chain import read_store
 from pipelines.company_connections.evidence import EvidenceLog, Kept, ManifestIdentity
-from pipelines.company_connections.manifest import (
-    Entry,
-    chain_head,
-    expected_hash,
-    head_problem,
-    leaf_hash,
-    merkle_proof,
-    merkle_root,
-    read_appended,
-    read_manifest,
-    root_of_proof,
-    seal,
-)
+from pipelines.company_connections.manifest import Entry, read_appended, read_manifest
+from pipelines.company_connections.merkle import leaf_hash, merkle_proof, merkle_root, root_of_proof
+from pipelines.company_connections.sealing import chain_links, expected_hash, last_seal, read_head, seal
 from pipelines.company_connections.store import ResponseStore
 
 NOW = datetime(2026, 11, 26, 9, 0, tzinfo=timezone.utc)
+
+
+def sid(n: int) -> str:
+    """The id of the n-th sync of these tests (a sync id's grammar)."""
+    return f"20261126T0900{n:02d}000000Z"
+
+
+def head_problem(folder: Path) -> str | None:
+    return last_seal(folder, chain_links(folder))[1]
 IDENTITY = ManifestIdentity.of("https://platform.example.com/", "analyst@example.com", None, "/srv/w.duckdb")
 
 
@@ -63,7 +62,7 @@ def test_a_response_is_kept_once_by_the_hash_of_its_bytes_and_owner_only(tmp_pat
 
 
 def test_a_manifest_killed_at_any_byte_reads_up_to_its_last_whole_record(tmp_path: Path) -> None:
-    log = _log(tmp_path, "s1")
+    log = _log(tmp_path, sid(1))
     for n in range(5):
         log.record("GET", f"/api/companies/c{n}", "ns-1", 200, f'{{"id": "c{n}"}}'.encode())
     log.writer.close()
@@ -77,13 +76,13 @@ def test_a_manifest_killed_at_any_byte_reads_up_to_its_last_whole_record(tmp_pat
         if cut < header_end:  # not even the header: the only unreadable case
             assert torn is None
             continue
-        assert torn is not None and torn.header["sync_id"] == "s1"
+        assert torn is not None and torn.header["sync_id"] == sid(1)
         assert torn.entries == whole.entries[:len(torn.entries)]
 
 
 def test_what_a_manifest_appended_is_read_from_where_the_last_read_ended(tmp_path: Path) -> None:
     """A bucket's heartbeat reads only the records added since its last push."""
-    log = _log(tmp_path, "s1")
+    log = _log(tmp_path, sid(1))
     for n in range(3):
         log.record("GET", f"/api/companies/c{n}", "ns-1", 200, f'{{"id": "c{n}"}}'.encode())
     first = read_manifest(log.writer.path)
@@ -103,11 +102,11 @@ def test_what_a_manifest_appended_is_read_from_where_the_last_read_ended(tmp_pat
 
 
 def test_sealing_chains_manifests_and_the_hash_covers_every_entry(tmp_path: Path) -> None:
-    first = _sync(tmp_path, "s1", {"/api/companies/c1": b'{"id": "c1"}'})
-    second = _sync(tmp_path, "s2", {"/api/companies/c1": b'{"id": "c1"}', "/api/companies/c2": b'{"id": "c2"}'})
-    assert chain_head(tmp_path / "syncs") == (second, "s2")
+    first = _sync(tmp_path, sid(1), {"/api/companies/c1": b'{"id": "c1"}'})
+    second = _sync(tmp_path, sid(2), {"/api/companies/c1": b'{"id": "c1"}', "/api/companies/c2": b'{"id": "c2"}'})
+    assert read_head(tmp_path / "syncs") == (second, sid(2))
     store = read_store(tmp_path)
-    assert [m.sync_id for m in store.ordered()] == ["s1", "s2"]
+    assert [m.sync_id for m in store.ordered()] == [sid(1), sid(2)]
     assert store.problems() == []
     sealed = store.by_hash[second]
     assert sealed.seal is not None and sealed.seal["previous"] == first
@@ -121,10 +120,10 @@ def test_sealing_chains_manifests_and_the_hash_covers_every_entry(tmp_path: Path
 
 def test_unchanged_syncs_share_their_table_of_entries(tmp_path: Path) -> None:
     bodies = {f"/api/companies/c{n}": f'{{"id": "c{n}"}}'.encode() for n in range(50)}
-    _sync(tmp_path, "s1", bodies)
+    _sync(tmp_path, sid(1), bodies)
     one = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file())
     for n in range(2, 11):
-        _sync(tmp_path, f"s{n:02d}", bodies)
+        _sync(tmp_path, sid(n), bodies)
     ten = sum(p.stat().st_size for p in tmp_path.rglob("*") if p.is_file())
     assert len(list((tmp_path / "entries").rglob("*.gz"))) == 1
     assert len(list((tmp_path / "responses").rglob("*.gz"))) == 50
@@ -144,32 +143,32 @@ def test_a_merkle_proof_leads_each_entry_to_the_root(tmp_path: Path) -> None:
     assert leaf_hash(entry) == hashlib.sha256(orjson.dumps(entry.record())).hexdigest()
 
 
-def test_a_broken_head_is_recorded_in_the_next_seal_not_repaired(tmp_path: Path,
-                                                                 caplog: pytest.LogCaptureFixture) -> None:
-    _sync(tmp_path, "s1", {"/api/a": b"1"})
-    second = _sync(tmp_path, "s2", {"/api/b": b"2"})
+def test_a_removed_last_manifest_is_a_break_recorded_in_the_next_seal_not_repaired(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    first = _sync(tmp_path, sid(1), {"/api/a": b"1"})
+    second = _sync(tmp_path, sid(2), {"/api/b": b"2"})
     assert head_problem(tmp_path / "syncs") is None
-    (tmp_path / "syncs" / "s2.manifest.gz").unlink()  # the head's manifest is removed
-    assert head_problem(tmp_path / "syncs") == "the head's manifest (sync s2) is missing or not readable"
-    log = _log(tmp_path, "s3")
+    (tmp_path / "syncs" / f"{sid(2)}.manifest.gz").unlink()  # the last manifest is removed
+    gone = f"the manifest of sync {sid(2)} ({second[:12]}) is missing"
+    assert head_problem(tmp_path / "syncs") == gone
+    log = _log(tmp_path, sid(3))
     log.record("GET", "/api/c", "ns-1", 200, b"3")
     with caplog.at_level("WARNING", logger="diligence.evidence"):
         sealed = log.writer.seal()
-    assert sealed.breaks == "the head's manifest (sync s2) is missing or not readable"
-    assert caplog.messages == ["the evidence chain is broken: the head's manifest (sync s2) is missing or not "
-                               "readable; sync s3 is sealed after it, the break recorded (see `diligence verify`)"]
-    manifest = read_manifest(tmp_path / "syncs" / "s3.manifest.gz")
+    assert sealed.breaks == gone
+    assert caplog.messages == [f"the evidence chain is broken: {gone}; sync {sid(3)} is sealed after it, the break "
+                               "recorded (see `diligence verify`)"]
+    manifest = read_manifest(tmp_path / "syncs" / f"{sid(3)}.manifest.gz")
     assert manifest is not None and manifest.seal is not None
-    assert manifest.seal["previous"] == second and manifest.seal["break"] == sealed.breaks
+    assert manifest.seal["previous"] == first and manifest.seal["break"] == sealed.breaks  # the last seal left
     assert expected_hash(manifest) == sealed.hash  # the break is covered by the hash
     assert read_store(tmp_path).problems() == [
-        f"the manifest sealed before s3 is missing (hash {second[:12]}) (its seal records the break: "
-        "the head's manifest (sync s2) is missing or not readable)"]
+        f"the manifest of sync {sid(3)} was sealed on a broken chain (its seal records the break: {gone})"]
     assert head_problem(tmp_path / "syncs") is None  # recorded once: the next sync links as usual
 
 
 def test_an_interrupted_manifest_is_sealed_as_such_and_its_answers_kept(tmp_path: Path) -> None:
-    log = _log(tmp_path, "s1")
+    log = _log(tmp_path, sid(1))
     sha = log.record("GET", "/api/companies/c1", "ns-1", 200, b'{"id": "c1"}')
     log.record("GET", "/api/companies/c2", "ns-2", 404, b"gone")
     log.writer.close()  # killed: no outcome, not sealed
@@ -177,10 +176,10 @@ def test_an_interrupted_manifest_is_sealed_as_such_and_its_answers_kept(tmp_path
     assert interrupted is not None and not interrupted.sealed
     kept = Kept.of([(interrupted, {"ns-1"})])
     entry = kept.lookup("GET", "/api/companies/c1", "ns-1")
-    assert entry is not None and entry.sha256 == sha and entry.kept_from == "s1"
+    assert entry is not None and entry.sha256 == sha and entry.kept_from == sid(1)
     assert kept.lookup("GET", "/api/companies/c2", "ns-2") is None  # not a namespace to keep
-    assert seal(log.writer.path, "interrupted").hash == chain_head(tmp_path / "syncs")[0]  # type: ignore[index]
-    sealed = read_manifest(tmp_path / "syncs" / "s1.manifest.gz")
+    assert seal(log.writer.path, "interrupted").hash == read_head(tmp_path / "syncs")[0]
+    sealed = read_manifest(tmp_path / "syncs" / f"{sid(1)}.manifest.gz")
     assert sealed is not None and sealed.seal is not None and sealed.seal["how"] == "interrupted"
 
 

@@ -209,12 +209,13 @@ def test_a_sync_on_a_broken_chain_says_so_in_one_line_and_records_it(
     result = run(["sync", "--base-url", server.base_url, "-w", str(warehouse), "--no-models"], tmp_path, CREDENTIALS)
     assert result.returncode == 0, result.stderr
     said = [line for line in result.stderr.splitlines() if "evidence chain is broken" in line]
-    assert len(said) == 1 and f"the head's manifest (sync {last_id}) is missing or not readable" in said[0]
+    gone = f"the manifest of sync {last_id} ({head[:12]}) is missing"
+    assert len(said) == 1 and gone in said[0]
     assert "the chain was broken before it (recorded: see `diligence verify`)" in result.stdout
     errors = _failures(warehouse)
     new = _sealed(warehouse)[-1].name.removesuffix(".manifest.gz")
-    assert errors[0] == (f"the manifest sealed before {new} is missing (hash {head[:12]}) (its seal records the "
-                         f"break: the head's manifest (sync {last_id}) is missing or not readable)")
+    # the new sync extends the last seal left, and the break stays named
+    assert f"the manifest of sync {new} was sealed on a broken chain (its seal records the break: {gone})" in errors
 
 
 def test_pruned_syncs_are_reported_as_pruned_not_tampered(history: Path, tmp_path: Path) -> None:
