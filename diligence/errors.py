@@ -124,9 +124,11 @@ class SyncError(DiligenceError):
 
 
 class SettingsError(DiligenceError):
-    """A setting is missing or invalid."""
+    """A setting or an option is missing or invalid: the command cannot run as given
+    (exit code 2); nothing was created."""
 
     transient = False
+    exit_code = 2
 
 
 class SelectError(SettingsError):

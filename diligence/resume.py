@@ -1,6 +1,6 @@
 """Resuming an interrupted sync: its manifest, and the namespaces it had committed.
 
-A sync's manifest (:mod:`pipelines.company_connections.manifest`) records every
+A sync's manifest (:mod:`pipelines.evidence.manifest`) records every
 response it read as it arrives, and after each namespace's commit that it was
 committed; it is sealed into the evidence chain once the sync ends. What a sync killed
 mid-way (or stopped by an error, a full disk) leaves is therefore an unsealed manifest.
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.company_connections import Kept
-from pipelines.company_connections.manifest import SUFFIX, Manifest, manifests, read_manifest
+from pipelines.evidence.manifest import SUFFIX, Manifest, manifests, read_manifest
 
 from .evidence.keeping import manifest_identity
 from .warehouse import Warehouse

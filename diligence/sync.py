@@ -48,8 +48,10 @@ from pipelines.company_connections import (
     selected_rows,
     stream_namespaces,
 )
+from pipelines.company_connections.config import LIMITS
 from pipelines.company_connections.schema import upgrade_raw
 
+from .config import check_source_settings
 from .errors import SyncError, raised_on_purpose
 from .evidence.accounting import count_commit
 from .evidence.bucket import kept_in_step
@@ -166,9 +168,12 @@ def source_settings(**overrides: Any) -> SourceSettings:
     that are not None win over dlt config (``.dlt/*.toml``, env vars), which wins over
     the defaults. The typed object then travels down: sync, downloads, check.
 
-    Raises :class:`SyncError` (one line, not transient) when a setting is missing or
-    not one of the source's.
+    Raises :class:`~diligence.errors.SettingsError` (one line naming the key and its
+    variable) when a configured value is of the wrong type or out of range, and
+    :class:`SyncError` (one line, not transient) when a setting is missing or not one of
+    the source's.
     """
+    check_source_settings(LIMITS, overrides)
     try:
         return resolve_settings(**overrides)
     except Exception as exc:  # noqa: BLE001 - turned into one clear line

@@ -63,6 +63,7 @@ from ..errors import SECRET_KEYS, DbtError
 from ..warehouse.filemodes import make_dirs, protect_tree, write_text_atomically
 from ..warehouse.location import WarehouseLocation, format_conninfo, parse_conninfo, parse_location
 from ..warehouse.lock import process_alive, reader_lock
+from ..warehouse.paths import artifacts_of
 from ..warehouse.storage import is_s3_url, object_storage
 
 PROJECT_DIR = Path(__file__).resolve().parents[2] / "sql"
@@ -217,8 +218,7 @@ def artifacts_dir(location: WarehouseLocation) -> Path:
     data path (``<data path>.dbt``), or, for a lake in object storage, in the user's cache
     (``$XDG_CACHE_HOME/diligence/lake-<hash of the catalog>.dbt``)."""
     if location.path is not None:
-        path = location.path.expanduser()
-        return path.with_name(path.name.removesuffix(".duckdb") + ".dbt")
+        return artifacts_of(location.path.expanduser())
     data_path = str(location.data_path or "").rstrip("/")
     if data_path and "://" not in data_path:
         local = Path(data_path).expanduser()

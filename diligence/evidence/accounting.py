@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 from typing import Any
 
-from pipelines.company_connections.manifest import Manifest, RowCounts
 from pipelines.company_connections.schema import CURRENT_STATE, HISTORY
+from pipelines.evidence.manifest import Manifest, RowCounts
 
 from ..warehouse import table_names
 

@@ -33,7 +33,7 @@ Whoever can write the bucket chooses its keys and their sizes: every key is chec
 against the store's layout before it becomes a file name here (a key the layout does not
 allow is never copied, and ``verify`` names it), every object is copied in pieces up to a
 bound, and written inside this machine's copy only, never through a link
-(:mod:`pipelines.company_connections.confined`).
+(:mod:`pipelines.evidence.confined`).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
-from pipelines.company_connections.confined import (
+from pipelines.evidence.confined import (
     is_sync_id,
     open_file,
     remove_file,
@@ -62,8 +62,8 @@ from pipelines.company_connections.confined import (
     store_parts,
     write_file,
 )
-from pipelines.company_connections.errors import EvidenceFileError
-from pipelines.company_connections.manifest import (
+from pipelines.evidence.errors import EvidenceFileError
+from pipelines.evidence.manifest import (
     HEAD,
     SEALED_SUFFIX,
     SUFFIX,
@@ -72,8 +72,8 @@ from pipelines.company_connections.manifest import (
     read_appended,
     read_manifest,
 )
-from pipelines.company_connections.sealing import chain_links, folder_lock
-from pipelines.company_connections.store import (
+from pipelines.evidence.sealing import chain_links, folder_lock
+from pipelines.evidence.store import (
     ENTRIES,
     MAX_TABLE,
     RESPONSES,
@@ -82,13 +82,13 @@ from pipelines.company_connections.store import (
     make_folder,
 )
 
-from ..config import configured
+from ..config import DEFAULT_HEARTBEAT_SECONDS, heartbeat_seconds
 from ..errors import EvidenceError
 from ..warehouse import Warehouse
 from ..warehouse.lock import process_alive
 from ..warehouse.storage import ObjectStorage, S3Url, object_storage, scrub, working_copy
 
-__all__ = ["EvidenceBucket", "bucket_at", "bucket_of", "heartbeat_seconds", "kept_in_step", "pull_chain_of",
+__all__ = ["EvidenceBucket", "bucket_at", "bucket_of", "kept_in_step", "pull_chain_of",
            "pull_everything", "pull_whole"]
 
 log = logging.getLogger("diligence.evidence")
@@ -96,8 +96,7 @@ log = logging.getLogger("diligence.evidence")
 PARTS = ".parts/"
 LIVE = "live"
 LOCK = ".chain-lock"
-#: seconds without a heartbeat after which a manifest's writer is taken for gone
-DEFAULT_HEARTBEAT_SECONDS = 5.0
+#: heartbeats missed after which a manifest's writer is taken for gone
 MISSED_HEARTBEATS = 6
 #: a chain lock older than this was left by a worker that died while sealing
 LOCK_STALE_SECONDS = 120.0
@@ -107,16 +106,6 @@ _TRANSFERS = 16
 #: piece of one): the store's own bound on what it reads
 _MAX_OBJECT = MAX_TABLE
 _PIECE_DIGITS = 16
-
-
-def heartbeat_seconds(value: float | None = None) -> float:
-    """Seconds between a sync's pushes to the bucket: `value`, else ``[evidence]
-    heartbeat_seconds``, else 5."""
-    chosen = value if value is not None else configured("evidence.heartbeat_seconds", float)
-    chosen = DEFAULT_HEARTBEAT_SECONDS if chosen is None else float(chosen)
-    if chosen <= 0:
-        raise ValueError(f"evidence.heartbeat_seconds must be positive, not {chosen}")
-    return chosen
 
 
 @dataclass

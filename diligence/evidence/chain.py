@@ -22,8 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pipelines.company_connections.confined import is_sync_id, listing, shown
-from pipelines.company_connections.manifest import (
+from pipelines.evidence.confined import is_sync_id, listing, shown
+from pipelines.evidence.manifest import (
     CHAIN,
     HEAD,
     SEALED_SUFFIX,
@@ -32,8 +32,8 @@ from pipelines.company_connections.manifest import (
     load_manifest,
     manifest_paths,
 )
-from pipelines.company_connections.sealing import chain_links, expected_hash, read_head
-from pipelines.company_connections.store import ENTRIES, RESPONSES, ResponseStore
+from pipelines.evidence.sealing import chain_links, expected_hash, read_head
+from pipelines.evidence.store import ENTRIES, RESPONSES, ResponseStore
 
 __all__ = ["Store", "evidence_summary", "parse_time", "read_store"]
 
@@ -225,7 +225,7 @@ def read_store(root: Path, *, entries: bool = True) -> Store:
             manifest = load_manifest(path, entries=entries)
         except OSError as exc:
             if path.name.endswith(SEALED_SUFFIX):
-                store.unreadable.append((path, str(exc)))
+                store.unreadable.append((path, str(exc).removeprefix(f"{path.name}: ")))
             continue
         (store.sealed if manifest.sealed else store.unsealed).append(manifest)
     began = [t for m in store.syncs() if (t := parse_time(m.header.get("started_at"))) is not None]

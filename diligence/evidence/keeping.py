@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from pipelines.company_connections import EvidenceLog, Kept, ManifestIdentity
-from pipelines.company_connections.store import FileModes
+from pipelines.evidence.store import FileModes
 
 from ..version import project_version
 from ..warehouse import Warehouse

@@ -23,7 +23,7 @@ the entries used are in the pack, so it does not show what else the warehouse ho
 ``--out`` is a new or empty folder, or an earlier pack of the same company, which is
 replaced whole (the new pack is written beside it and moved into its place); never
 ``/`` or the user's home. Every file is written inside that folder, never through a
-link (:mod:`pipelines.company_connections.confined`).
+link (:mod:`pipelines.evidence.confined`).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from typing import Any
 import orjson
 
 from pipelines.company_connections import settings as s
-from pipelines.company_connections.confined import make_folders, read_file, shown, write_file
-from pipelines.company_connections.manifest import Manifest
-from pipelines.company_connections.merkle import canonical, leaves, merkle_proof
+from pipelines.evidence.confined import make_folders, read_file, shown, write_file
+from pipelines.evidence.manifest import Manifest
+from pipelines.evidence.merkle import canonical, leaves, merkle_proof
 
 from ..errors import EvidenceError
 from ..warehouse import Warehouse, table_names

@@ -28,15 +28,15 @@ from typing import Any
 import orjson
 
 from pipelines.company_connections import settings as s
-from pipelines.company_connections.confined import is_sha256, listing, read_file, shown
-from pipelines.company_connections.manifest import Entry
-from pipelines.company_connections.merkle import (
+from pipelines.evidence.confined import is_sha256, listing, read_file, shown
+from pipelines.evidence.manifest import Entry
+from pipelines.evidence.merkle import (
     content_digest,
     leaf_hash,
     manifest_hash,
     root_of_proof,
 )
-from pipelines.company_connections.store import MAX_BODY, MAX_TABLE, body_sha256
+from pipelines.evidence.store import MAX_BODY, MAX_TABLE, body_sha256
 
 from ..errors import EvidenceError
 from .chain import parse_time

@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from pipelines.company_connections.confined import remove_file
-from pipelines.company_connections.manifest import read_manifest, sealed_path
-from pipelines.company_connections.sealing import ManifestWriter, chain_links, folder_lock
-from pipelines.company_connections.store import ENTRIES, ResponseStore
+from pipelines.evidence.confined import remove_file
+from pipelines.evidence.manifest import read_manifest, sealed_path
+from pipelines.evidence.sealing import ManifestWriter, chain_links, folder_lock
+from pipelines.evidence.store import ENTRIES, ResponseStore
 
 from ..errors import EvidenceError
 from ..version import project_version

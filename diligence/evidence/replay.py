@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 
 from pipelines.company_connections import settings as s
-from pipelines.company_connections.manifest import Entry, Manifest
-from pipelines.company_connections.store import ResponseStore, body_sha256
+from pipelines.evidence.manifest import Entry, Manifest
+from pipelines.evidence.store import ResponseStore, body_sha256
 
 from ..errors import EvidenceError
 from ..warehouse import Warehouse

@@ -28,9 +28,9 @@ from datetime import datetime
 from typing import Any
 
 from pipelines.company_connections import settings as s
-from pipelines.company_connections.manifest import Manifest
 from pipelines.company_connections.rows import rows_of_response
-from pipelines.company_connections.store import MAX_BODY
+from pipelines.evidence.manifest import Manifest
+from pipelines.evidence.store import MAX_BODY
 
 from ..errors import EvidenceError
 from ..warehouse import Warehouse, table_names

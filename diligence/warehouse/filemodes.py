@@ -9,9 +9,9 @@ these modes, never with the umask's::
     owner   (default)   files 0600   folders 0700
     group               files 0640   folders 0750   (a team's group may read, not write)
 
-Folders are only changed when this code creates them (or they are the project's own,
-like ``.dlt-pipelines``): an existing folder the user chose, such as ``--out ~/shared``,
-keeps its mode; the files written into it get the setting's. What DuckDB writes while a
+A folder's mode is set only when this code creates it: an existing folder, such as
+``--out ~/shared`` or a sticky ``/tmp``, keeps its mode (the files written into it get
+the setting's), and nothing is changed through a symbolic link. What DuckDB writes while a
 step holds the warehouse (its WAL, its spill folder, the analysts' copy being written) is
 created under :func:`private_files`, so it is never readable by others, even for a moment.
 """
@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from pipelines.evidence.confined import make_folders
 
 from ..config import file_mode
 
@@ -61,50 +64,44 @@ def private_files() -> Iterator[None]:
         os.umask(previous)
 
 
-def make_dirs(folder: Path, *, own: bool = False) -> Path:
-    """Create `folder` and its missing parents with the folder mode; return it.
+def make_dirs(folder: Path) -> Path:
+    """Create `folder` and its missing parents, each with the folder mode; return it.
+    A folder that exists keeps its mode."""
+    return make_folders(Path(folder), modes().folder)
 
-    Only folders created here get the mode, unless `own` says `folder` is the project's
-    own (then it is set even if it existed).
-    """
-    folder = Path(folder)
-    mode = modes().folder
-    missing = []
-    current = folder
-    while not current.exists() and current != current.parent:
-        missing.append(current)
-        current = current.parent
-    folder.mkdir(mode=mode, parents=True, exist_ok=True)
-    for created in (*missing, *([folder] if own else [])):
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(created, mode)
-    return folder
+
+def _chmod_file(name: str | Path, mode: int, folder: int | None = None) -> None:
+    """Give the regular file `name` (in the open `folder`, if given) `mode`; a link, a
+    folder or a special file is left as it is."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+    except OSError:  # gone, a link, or not ours to open
+        return
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
 
 
 def protect(*paths: Path) -> None:
-    """Give each existing file the file mode. A folder is left as it is: only
-    :func:`make_dirs` sets folders' modes (those it creates, and the project's own)."""
+    """Give each existing regular file the file mode (never through a link). A folder
+    is left as it is: only :func:`make_dirs` sets folders' modes, those it creates."""
     mode = modes().file
     for path in paths:
-        if not Path(path).is_dir():
-            with contextlib.suppress(FileNotFoundError):
-                os.chmod(path, mode)
+        _chmod_file(path, mode)
 
 
 def protect_tree(root: Path) -> None:
-    """Give `root` and everything under it the modes (files and folders alike)."""
-    root = Path(root)
-    if not root.exists():
-        return
+    """Give everything under `root` (a folder the project made for itself: dlt's working
+    folder, a build's artifacts) the modes, `root` included; no link is followed, so
+    nothing outside `root` changes."""
     current = modes()
-    for folder, _subfolders, files in os.walk(root):
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(folder, current.folder)
-        for name in files:
-            path = os.path.join(folder, name)
-            if not os.path.islink(path):
-                with contextlib.suppress(FileNotFoundError):
-                    os.chmod(path, current.file)
+    with contextlib.suppress(FileNotFoundError):
+        for _path, _subfolders, files, folder in os.fwalk(root, follow_symlinks=False):
+            os.fchmod(folder, current.folder)
+            for name in files:
+                _chmod_file(name, current.file, folder)
 
 
 def write_text_atomically(path: Path, text: str) -> Path:
@@ -113,7 +110,9 @@ def write_text_atomically(path: Path, text: str) -> Path:
     path = Path(path)
     make_dirs(path.parent)
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, modes().file)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary)  # left by a killed process of the same pid; never written through
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, modes().file)
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)

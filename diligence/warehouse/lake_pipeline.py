@@ -84,7 +84,7 @@ def lake_pipeline_parts(
     require_identifier(ducklake_name)
     slug = namespace_slug(namespace)
     layout = f"%s_staging_{slug}"
-    pipelines_dir = make_dirs(pipelines_root.expanduser().resolve() / slug, own=True)
+    pipelines_dir = make_dirs(pipelines_root.expanduser().resolve() / slug)
     if connection is not None:
         destination = _connection_destination(connection, ducklake_name, layout)
     else:

@@ -17,6 +17,12 @@ cannot keep a sync waiting.
 Seeing who writes (:func:`lock_holder`) only looks, never takes the lock (that could make
 a sync starting at that instant wait): the pid in the file is the writer's if that
 process has the file open (on Linux, by ``/proc/<pid>/fd``; elsewhere, if it is alive).
+
+The lock file is opened without following a link (``O_NOFOLLOW``) and never truncated
+when opened: a link, a FIFO or a file with other names (hard links) in its place is
+refused with one line, so the lock never writes into another file. A process that holds
+the lock but wrote no pid in it (not ours: ``flock -x <warehouse>.lock ...``) ends a
+writer's wait after ``--wait`` and the readers' grace, with one line naming it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +39,7 @@ from pathlib import Path
 
 from ..errors import WarehouseBusyError, WarehouseLocationError
 from .filemodes import make_dirs, protect, protect_tree
-from .paths import pipelines_dir_of, published_path, wal_of
+from .paths import lock_of, pipelines_dir_of, published_path, wal_of
 
 __all__ = ["being_written", "creating", "lock_holder", "lock_path", "mark_creating", "process_alive",
            "protect_outputs", "reader_lock", "writer_lock"]
@@ -44,19 +51,28 @@ READERS_GRACE_SECONDS = 30.0
 
 def lock_path(warehouse: Path) -> Path:
     """The writer lock file of `warehouse`."""
-    warehouse = Path(warehouse).expanduser().resolve()
-    return warehouse.with_name(warehouse.name + ".lock")
+    return lock_of(Path(warehouse).expanduser().resolve())
 
 
 #: Written after the holder's pid in the lock file while its sync creates the warehouse.
 CREATING = "creating"
 
 
+#: how the lock file is opened: never through a link, never blocking on a FIFO
+_OPEN = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
 def _lock_text(path: Path) -> list[str]:
     try:
-        return path.read_text(errors="replace").split()
+        fd = os.open(path, os.O_RDONLY | _OPEN)
     except OSError:
         return []
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return []
+        return os.pread(fd, 128, 0).decode(errors="replace").split()
+    finally:
+        os.close(fd)
 
 
 def _pid_in(path: Path) -> int | None:
@@ -68,8 +84,11 @@ def mark_creating(warehouse: Path) -> None:
     """Say in the held lock file that its holder is creating `warehouse` (its first sync):
     ``diligence status`` then says so, since the file cannot be read meanwhile."""
     with contextlib.suppress(OSError):
-        with lock_path(warehouse).open("a") as handle:
-            handle.write(f" {CREATING}")
+        fd = os.open(lock_path(warehouse), os.O_WRONLY | os.O_APPEND | _OPEN)
+        try:
+            os.write(fd, f" {CREATING}".encode())
+        finally:
+            os.close(fd)
 
 
 def creating(warehouse: Path) -> bool:
@@ -207,8 +226,12 @@ def _flock(warehouse: Path, wait_seconds: float) -> Iterator[None]:
     def open_for_writing() -> int:
         try:
             make_dirs(warehouse.parent)
-            return os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:  # a read-only or foreign folder: one line naming it
+            return _checked(lock_file, os.open(lock_file, os.O_RDWR | os.O_CREAT | _OPEN, 0o600))
+        except WarehouseLocationError:
+            raise
+        except OSError as exc:  # a read-only or foreign folder, a link: one line naming it
+            if exc.errno == errno.ELOOP:
+                raise _refused(lock_file, "a symbolic link") from None
             reason = (exc.strerror or type(exc).__name__).lower()
             raise WarehouseLocationError(
                 f"cannot write the warehouse {warehouse} in {warehouse.parent}: {reason}; "
@@ -227,12 +250,32 @@ def _flock(warehouse: Path, wait_seconds: float) -> Iterator[None]:
         os.close(fd)
 
 
+def _refused(lock_file: Path, what: str) -> WarehouseLocationError:
+    return WarehouseLocationError(
+        f"the lock file {lock_file} is {what}: a lock is never written through it; remove it "
+        "(no diligence process is using it) and try again")
+
+
+def _checked(lock_file: Path, fd: int) -> int:
+    """`fd` if it is a regular file with no other name (no hard link); else it is
+    closed and the lock file refused."""
+    found = os.fstat(fd)
+    what = None if stat.S_ISREG(found.st_mode) else "not a regular file"
+    if what is None and found.st_nlink > 1:
+        what = f"a file with {found.st_nlink} names (hard links)"
+    if what is not None:
+        os.close(fd)
+        raise _refused(lock_file, what)
+    return fd
+
+
 def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
     """Take the lock of `fd` exclusively by `deadline`, or later while only readers hold
     it (up to `READERS_GRACE_SECONDS` more: theirs are short reads). Waiting for readers,
     the writer puts its pid in the file: readers that come meanwhile are refused, so a
     steady stream of them cannot keep it waiting."""
     grace = deadline + READERS_GRACE_SECONDS
+    started = time.monotonic()
     path = lock_path(warehouse)
     marked = False
     try:
@@ -240,6 +283,7 @@ def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
             if _try_flock(fd, fcntl.LOCK_EX):
                 return
             flocks = _flocks(path)
+            strangers: list[int] = []
             if flocks is None:  # no /proc/locks: a live pid in the file is a writer's
                 writer = _writer_of(path)
                 writing = writer is not None and writer != os.getpid()
@@ -247,8 +291,11 @@ def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
             else:
                 # a writer holds it: the exclusive lock of the pid in the file (a reader
                 # removing the file holds it exclusively for an instant, with no pid of its own)
-                writing = any(kind == "WRITE" and pid == _pid_in(path) for kind, pid in flocks)
+                named = _pid_in(path)
+                writing = any(kind == "WRITE" and pid == named for kind, pid in flocks)
                 readers = [f"process {pid}" for pid in sorted({pid for kind, pid in flocks if kind == "READ"})]
+                strangers = sorted({pid for kind, pid in flocks
+                                    if kind == "WRITE" and pid not in (named, os.getpid())})
             if readers and not writing and not marked:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -266,6 +313,11 @@ def _acquire(fd: int, warehouse: Path, deadline: float) -> None:
                     f"(diligence status, export or verify) for over {READERS_GRACE_SECONDS:.0f} s; "
                     "try again when it has finished, or pass --wait SECONDS"
                 )
+            if now >= grace and strangers and not writing:
+                raise WarehouseBusyError(
+                    f"{warehouse} is locked by an unknown process ({', '.join(f'pid {p}' for p in strangers)}: "
+                    f"it holds {path} but wrote no pid in it, so it is no diligence sync) for over "
+                    f"{now - started:.0f} s; stop it, or pass --wait SECONDS")
             time.sleep(0.2)
     except BaseException:
         if marked and _pid_in(path) == os.getpid():
@@ -362,13 +414,20 @@ def _try_flock(fd: int, operation: int) -> bool:
 
 
 def _open_shared(lock_file: Path) -> int | None:
-    try:
-        return os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
-    except OSError:
+    """The lock file opened for a reader (created if missing, never through a link);
+    None when it cannot be opened, or is not a regular file of one name (no lock is
+    taken then: DuckDB's own lock decides)."""
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
         try:
-            return os.open(lock_file, os.O_RDONLY)
+            fd = os.open(lock_file, flags | _OPEN, 0o600)
         except OSError:
-            return None
+            continue
+        found = os.fstat(fd)
+        if stat.S_ISREG(found.st_mode) and found.st_nlink == 1:
+            return fd
+        os.close(fd)
+        return None
+    return None
 
 
 def _names(lock_file: Path, fd: int) -> bool:

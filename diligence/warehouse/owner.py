@@ -45,7 +45,7 @@ from .limits import (
 from .location import WarehouseLocation, parse_location
 from .lock import process_alive, reader_lock, writer_lock
 from .migrate import require_readable
-from .paths import pipelines_dir_of, stale_publishing, wal_of
+from .paths import companions, pipelines_dir_of, stale_publishing, wal_of
 from .pipelines import configure_dlt, pipeline_for
 from .sql import aborting_error, transaction
 from .storage import S3Url, apart_from_data, is_s3_url, working_copy
@@ -57,6 +57,20 @@ __all__ = ["Warehouse"]
 
 _log = logging.getLogger("diligence.sync")
 
+
+
+def _apart_from_companions(evidence: Path, warehouse: Path) -> None:
+    """Refuse an evidence store at the warehouse's own path or one of its companions
+    (its WAL, lock, analysts' copy, dbt's artifacts, dlt's folder): the store would make
+    the warehouse unusable, or be removed with them."""
+    store = evidence.resolve()
+    for companion in companions(warehouse.expanduser().resolve()):
+        if store == companion or companion in store.parents:
+            raise WarehouseLocationError(
+                f"the evidence store cannot be {evidence}: {'that is' if store == companion else 'it is inside'} "
+                f"{companion.name}, which belongs to the warehouse {warehouse}; give the evidence a folder of its "
+                "own (--evidence, [evidence] path), e.g. "
+                f"{warehouse.with_name(warehouse.name.removesuffix('.duckdb') + '.evidence')}")
 
 class Warehouse:
     """The owner of one warehouse (a DuckDB file or a DuckLake) while a step writes it.
@@ -93,6 +107,8 @@ class Warehouse:
             apart_from_data(self.evidence_bucket, location.data_path)
             evidence = working_copy(self.evidence_bucket)
         self._evidence = Path(evidence).expanduser() if evidence else None
+        if self._evidence is not None and self.path is not None:
+            _apart_from_companions(self._evidence, self.path)
         #: whether syncs keep their evidence (responses and manifests)
         self.keep_evidence = keep_evidence
         self._pipelines: dict[str | None, SupportsPipeline] = {}
@@ -185,7 +201,7 @@ class Warehouse:
     @property
     def evidence_root(self) -> Path | None:
         """The evidence store (responses and manifests, see
-        :mod:`pipelines.company_connections.store`): the one given, else beside the
+        :mod:`pipelines.evidence.store`): the one given, else beside the
         warehouse (``data/warehouse.duckdb`` -> ``data/warehouse.evidence``; a lake's
         beside its data path, ``<data path>.evidence``, never inside it). A store in a
         bucket (:attr:`evidence_bucket`) is this machine's working copy of it, kept in
@@ -276,7 +292,7 @@ class Warehouse:
 
         from .lake_pipeline import lake_pipeline_parts
 
-        make_dirs(self.pipelines_root, own=True)
+        make_dirs(self.pipelines_root)
         parts = lake_pipeline_parts(
             self.location, namespace, pipelines_root=self.pipelines_root, connection=self._con
         )
@@ -304,8 +320,8 @@ class Warehouse:
                 if self.path is None and owner.isdigit() and int(owner) != pid and process_alive(int(owner)):
                     continue
                 shutil.rmtree(old, ignore_errors=True)
-        make_dirs(root, own=True)
-        return make_dirs(root / f"{sync_id}-{pid}", own=True)
+        make_dirs(root)
+        return make_dirs(root / f"{sync_id}-{pid}")
 
     @contextlib.contextmanager
     def session(

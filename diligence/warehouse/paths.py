@@ -8,12 +8,32 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["pipelines_dir_of", "published_path", "publishing_path", "stale_publishing", "wal_of"]
+__all__ = ["artifacts_of", "companions", "lock_of", "pipelines_dir_of", "published_path", "publishing_path",
+           "stale_publishing", "wal_of"]
 
 
 def wal_of(database: Path) -> Path:
     """DuckDB's write-ahead log of the database file `database` (``<file>.wal``)."""
     return database.with_name(database.name + ".wal")
+
+
+def lock_of(warehouse: Path) -> Path:
+    """The lock file of `warehouse` (``<file>.lock``, see :mod:`.lock`)."""
+    return warehouse.with_name(warehouse.name + ".lock")
+
+
+def artifacts_of(warehouse: Path) -> Path:
+    """Where dbt's target folder of `warehouse`'s last build is kept (``data/warehouse.dbt``)."""
+    return warehouse.with_name(warehouse.name.removesuffix(".duckdb") + ".dbt")
+
+
+def companions(warehouse: Path) -> list[Path]:
+    """The file `warehouse` and what lives beside it under its name: its WAL, its lock,
+    DuckDB's spill folder, the analysts' copy (and its WAL), dbt's artifacts and dlt's
+    working folder. Nothing else may be put at these paths (an evidence store, say)."""
+    published = published_path(warehouse)
+    return [warehouse, wal_of(warehouse), lock_of(warehouse), warehouse.with_name(warehouse.name + ".tmp"),
+            published, wal_of(published), artifacts_of(warehouse), pipelines_dir_of(warehouse)]
 
 
 def published_path(warehouse: Path) -> Path:

@@ -73,8 +73,8 @@ def pipeline_for(warehouse: Path, connection: Any = None) -> SupportsPipeline:
     make_dirs(warehouse.parent)
     pipelines_dir = pipelines_dir_of(warehouse)
     # dlt's working folder holds load packages of confidential rows: owner-only.
-    make_dirs(pipelines_dir.parent, own=True)
-    make_dirs(pipelines_dir, own=True)
+    make_dirs(pipelines_dir.parent)
+    make_dirs(pipelines_dir)
     configure_dlt()
     if connection is not None:
         # dlt sets the time zone (UTC) again whenever a client borrows a given

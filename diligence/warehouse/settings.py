@@ -6,18 +6,22 @@ those settings), and the :class:`~diligence.warehouse.owner.Warehouse` they name
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from ..config import DEFAULT_WAREHOUSE, configured, evidence_enabled, evidence_path
+from ..config import (
+    DATA_PATH_ENV,
+    DEFAULT_WAREHOUSE,
+    WAREHOUSE_ENV,
+    evidence_enabled,
+    evidence_path,
+    settings,
+)
 from .location import is_lake_uri
 from .migrate import require_readable
 from .owner import Warehouse
 
 __all__ = ["DATA_PATH_ENV", "WAREHOUSE_ENV", "open_warehouse", "warehouse_settings"]
 
-WAREHOUSE_ENV = "DILIGENCE_WAREHOUSE"
-DATA_PATH_ENV = "DILIGENCE_DATA_PATH"
 
 
 def warehouse_settings(
@@ -26,21 +30,12 @@ def warehouse_settings(
     """(location, data_path): each the argument, else its env var (``DILIGENCE_WAREHOUSE``,
     ``DILIGENCE_DATA_PATH``), else config ``[warehouse] location`` / ``data_path``, else
     ``data/warehouse.duckdb`` and no data path. The one reader of those settings."""
-    location = (
-        location
-        or os.environ.get(WAREHOUSE_ENV)
-        or configured("warehouse.location", str)  # type: ignore[assignment]
-        or DEFAULT_WAREHOUSE
-    )
+    configured = settings().warehouse  # the env vars win over dlt's config there
+    location = location or configured.location or DEFAULT_WAREHOUSE
     if data_path or not is_lake_uri(location):
         # a configured data path belongs to a configured lake, not to a file given here
         return location, (str(data_path) if data_path else None)
-    data_path = (
-        os.environ.get(DATA_PATH_ENV)
-        or configured("warehouse.data_path", str)  # type: ignore[assignment]
-        or None
-    )
-    return location, (str(data_path) if data_path else None)  # type: ignore[return-value]
+    return location, configured.data_path
 
 
 def open_warehouse(

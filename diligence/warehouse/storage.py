@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..config import configured, configured_secret
+from pydantic import SecretStr
+
+from ..config import settings
 from ..errors import WarehouseLocationError, redact
 from .sql import sql_string
 
@@ -214,11 +216,12 @@ def object_storage() -> ObjectStorage:
     """The object storage settings: each standard ``AWS_*`` variable, else its
     ``[warehouse]`` key (see the module docstring)."""
     values: dict[str, str | None] = {}
+    configured = settings().warehouse
     for name, (variables, key) in _SETTINGS.items():
-        value = next((os.environ[v] for v in variables if os.environ.get(v)), None)
+        value: Any = next((os.environ[v] for v in variables if os.environ.get(v)), None)
         if value is None:
-            reader = configured_secret if name in _SECRETS else configured
-            value = reader(f"warehouse.{key}", str)  # type: ignore[assignment]
+            value = getattr(configured, key)
+            value = value.get_secret_value() if isinstance(value, SecretStr) else value
         values[name] = str(value) if value else None
     return ObjectStorage(**values)
 

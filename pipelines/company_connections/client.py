@@ -73,6 +73,8 @@ from typing import Self, TypeVar
 
 import httpx
 
+from pipelines.evidence.manifest import Entry
+
 from . import settings as s
 from .auth import TokenManager, TokenStore
 from .downloads import DownloadResult, download_client, download_once
@@ -87,7 +89,6 @@ from .errors import (
 from .evidence import Answer, EvidenceLog, last_answer, set_answer
 from .heap import gc_tuning
 from .limits import AdaptiveThrottle, PriorityGate, RequestBudget
-from .manifest import Entry
 from .models import (
     Company,
     ConnectionDetail,

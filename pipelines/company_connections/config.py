@@ -12,11 +12,12 @@ their values into a pipeline trace.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Annotated, Any, List, Optional
 
 from dlt.common.configuration import configspec, resolve_configuration
 from dlt.common.configuration.specs import BaseConfiguration
 from dlt.common.typing import TSecretStrValue
+from pydantic import Field
 
 from .settings import (
     DEFAULT_BACKOFF_INITIAL,
@@ -32,7 +33,7 @@ from .settings import (
     DEFAULT_TOKEN_FILE,
 )
 
-__all__ = ["SourceSettings", "resolve_settings", "SECTIONS", "DEFAULT_BATCH_SIZE"]
+__all__ = ["LIMITS", "SourceSettings", "resolve_settings", "SECTIONS", "DEFAULT_BATCH_SIZE"]
 
 SECTIONS = ("sources", "company_connections")
 #: Rows per table buffered in memory before they are written to the staged Parquet file.
@@ -111,6 +112,35 @@ class SourceSettings(BaseConfiguration):
             evidence=evidence,
             transport=transport,
         )
+
+
+def _number(kind: type, low: float, high: float, *, above: bool = False) -> Any:
+    bounds = {"gt" if above else "ge": low, "le": high}
+    return Annotated[kind, Field(**bounds, allow_inf_nan=False) if kind is float else Field(**bounds)]
+
+
+#: The type and bounds of each setting's value (checked at the edge before dlt resolves
+#: them: a wrong one is one line naming the key, never a dlt or Python exception).
+LIMITS: dict[str, Any] = {
+    "base_url": Annotated[str, Field(min_length=1)],
+    "namespaces": Optional[List[Annotated[str, Field(min_length=1)]]],
+    "max_concurrency": _number(int, 1, 1024),
+    "request_timeout": _number(float, 0, 3600, above=True),
+    "requests_per_second": Optional[_number(float, 0, 1e6, above=True)],
+    "max_attempts": _number(int, 1, 100),
+    "backoff_initial": _number(float, 0, 600),
+    "token_store_path": Optional[str],
+    "ca_bundle": Optional[str],
+    "allow_insecure_http": bool,
+    "allow_private_downloads": bool,
+    "batch_size": _number(int, 1, 10_000_000),
+    "max_response_bytes": _number(int, 1, 1 << 40),
+    "max_download_bytes": _number(int, 1, 1 << 50),
+    "relogin_budget": _number(int, 0, 1000),
+    "max_retry_after": _number(float, 0, 86400),
+    "stall_timeout": _number(float, 0, 86400, above=True),
+    "resume_within": _number(float, 0, 10 * 366 * 86400),
+}
 
 
 def resolve_settings(**overrides: Any) -> SourceSettings:

@@ -23,11 +23,6 @@ The tree::
         └── StalledError           no request completed for `stall_timeout` seconds; says
                                    what the client was waiting for
 
-    EvidenceFileError (OSError)    a name or file of an evidence store, bucket or pack that
-                                   breaks its rule: a name outside its grammar, a link, a
-                                   FIFO or device, a size past its bound, data that does
-                                   not decompress (see .confined); never transient
-
 `DeniedError` and `NotFoundError` are the service's answer; every other
 `ServiceError` means "this could not be read" and must never be taken as absence.
 
@@ -46,7 +41,6 @@ from collections.abc import Iterable
 from .settings import MESSAGE_MAX_CHARS
 
 __all__ = [
-    "EvidenceFileError",
     "StalledError",
     "AuthenticationError",
     "UnknownNamespaceError",
@@ -238,9 +232,3 @@ class StalledError(ServiceError):
     def _describe(self) -> str:
         return f"namespace {self.namespace}: {self.message}" if self.namespace else self.message
 
-
-class EvidenceFileError(OSError):
-    """A name or a file of an evidence store, a bucket or a pack breaks its rule (see
-    :mod:`.confined`): its message names the file and the rule, in one line. An
-    ``OSError``, so a reader that treats an unreadable file as a problem to report
-    treats it so too."""

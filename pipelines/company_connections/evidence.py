@@ -27,11 +27,12 @@ from typing import Any
 
 import orjson
 
-from .errors import EvidenceFileError
-from .manifest import Entry, Manifest
+from pipelines.evidence.errors import EvidenceFileError
+from pipelines.evidence.manifest import Entry, Manifest
+from pipelines.evidence.sealing import ChainLock, ManifestWriter
+from pipelines.evidence.store import FileModes, ResponseStore, body_sha256
+
 from .schema import TABLE_COLUMNS
-from .sealing import ChainLock, ManifestWriter
-from .store import FileModes, ResponseStore, body_sha256
 
 __all__ = [
     "Answer",

@@ -25,13 +25,14 @@ from typing import Any, TypeVar
 
 import uvloop
 
+from pipelines.evidence.manifest import RowCounts
+from pipelines.evidence.sealing import Sealed, seal
+
 from .config import SourceSettings
 from .evidence import EvidenceLog
 from .extract import extract_namespaces
 from .limits import RequestBudget
-from .manifest import RowCounts
 from .results import NamespaceFailure, NamespaceResult, ProgressListener
-from .sealing import Sealed, seal
 from .staging import warm_up_conversions
 
 __all__ = ["NamespaceStream", "run_coroutine", "stream_namespaces"]

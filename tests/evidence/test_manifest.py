@@ -15,10 +15,10 @@ import pytest
 
 from diligence.evidence.chain import read_store
 from pipelines.company_connections.evidence import EvidenceLog, Kept, ManifestIdentity
-from pipelines.company_connections.manifest import Entry, read_appended, read_manifest
-from pipelines.company_connections.merkle import leaf_hash, merkle_proof, merkle_root, root_of_proof
-from pipelines.company_connections.sealing import chain_links, expected_hash, last_seal, read_head, seal
-from pipelines.company_connections.store import ResponseStore
+from pipelines.evidence.manifest import Entry, read_appended, read_manifest
+from pipelines.evidence.merkle import leaf_hash, merkle_proof, merkle_root, root_of_proof
+from pipelines.evidence.sealing import chain_links, expected_hash, last_seal, read_head, seal
+from pipelines.evidence.store import ResponseStore
 
 NOW = datetime(2026, 11, 26, 9, 0, tzinfo=timezone.utc)
 

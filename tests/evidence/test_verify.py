@@ -9,44 +9,21 @@ import hashlib
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import duckdb
 import orjson
-import pytest
 
 from diligence.evidence.chain import parse_time, read_store
 from diligence.evidence.prune import prune_evidence
 from diligence.warehouse import Warehouse
-from pipelines.company_connections.manifest import read_manifest
+from pipelines.evidence.manifest import read_manifest
 from sandbox.server import SandboxServer
 from tests.cli.helpers import CREDENTIALS, SECRET, run
-from tests.helpers import copy_warehouse, settings_for
+from tests.helpers import copy_warehouse
 
 VERIFIED = re.compile(r"^verified 2 syncs, [\d,]+ responses, [\d,]+ rows; head ([0-9a-f]{64})$")
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[SandboxServer]:
-    with SandboxServer(scale="small", password=SECRET) as sandbox:
-        yield sandbox
-
-
-@pytest.fixture(scope="module")
-def history(server: SandboxServer, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two syncs with an answer and a document changed between them."""
-    warehouse = tmp_path_factory.mktemp("history") / "w.duckdb"
-    settings = settings_for(server, password=SECRET)
-    from diligence.sync import run_sync
-
-    assert not run_sync(warehouse, settings).failed
-    ns = server.world.namespaces[0]
-    company, company_type = server.world.readable_pairs(ns)[0]
-    change_an_answer(server, company, company_type)
-    assert not run_sync(warehouse, settings).failed
-    return warehouse
 
 
 def change_an_answer(server: SandboxServer, company: str, company_type: str) -> None:

@@ -33,7 +33,7 @@ from diligence.analytics import rebuild_analytics
 from diligence.evidence.bucket import PARTS
 from diligence.warehouse import lake
 from diligence.warehouse.location import WarehouseLocation, parse_location
-from pipelines.company_connections.manifest import SUFFIX, read_manifest
+from pipelines.evidence.manifest import SUFFIX, read_manifest
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import requests_answered, sync
 from tests.processes import kill_when

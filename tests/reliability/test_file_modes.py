@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from diligence.config import file_mode
+from diligence.errors import SettingsError
 from diligence.warehouse.filemodes import modes
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.cli.helpers import run
@@ -93,7 +94,8 @@ def test_file_mode_setting_spellings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert file_mode() == "group"
     assert (modes().file, modes().folder) == (0o640, 0o750)
     monkeypatch.setenv("DILIGENCE_FILE_MODE", "world")
-    with pytest.raises(ValueError, match="file_mode must be one of owner, group"):
+    with pytest.raises(SettingsError, match=r"^\[warehouse\] file_mode = 'world': input should be 'owner' or "
+                       r"'group' \(set by DILIGENCE_FILE_MODE\)$"):
         modes()
 
 

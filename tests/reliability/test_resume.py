@@ -22,7 +22,7 @@ from diligence.evidence.verify import verify_warehouse
 from diligence.resume import resumable_namespaces
 from diligence.warehouse import Warehouse
 from pipelines.company_connections.evidence import account_digest
-from pipelines.company_connections.manifest import SUFFIX, read_manifest
+from pipelines.evidence.manifest import SUFFIX, read_manifest
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import query, requests_answered, sync
 from tests.processes import kill_when

@@ -52,7 +52,6 @@ from .confined import (
     listing,
     read_file,
     remove_file,
-    shown,
     write_file,
 )
 from .manifest import (
@@ -252,8 +251,10 @@ def read_head(folder: Path) -> tuple[str, str] | str:
     except OSError as exc:
         return f"not readable ({exc})"
     words = text.split()
+    if not words:
+        return "empty: it names no manifest"
     if len(words) != 2 or not is_sha256(words[0]) or not is_sync_id(words[1]):
-        return f"not a head (it holds {shown(text[:60])})"
+        return f"not a head (it holds {text.strip()[:60]!r})"
     return words[0], words[1]
 
 
