@@ -230,14 +230,18 @@ def test_two_machines_share_the_lake_and_its_evidence_through_the_bucket(
 PUSHED = 40
 
 
-def _pushed_entries(bucket: ObjectStore, prefix: str, parts: dict[str, bytes], copy: Path) -> int:
+def _pushed_entries(bucket: ObjectStore, prefix: str, parts: dict[str, bytes], folder: Path) -> int:
     """The entries of the one manifest being written under `prefix` that the bucket holds
-    (its pieces, each written once, are fetched once into `parts`)."""
+    (its pieces, each written once, are fetched once into `parts`, and put together in
+    `folder` under the manifest's name)."""
     for key in bucket.keys(prefix):
         if SUFFIX + PARTS in key and key.rsplit("/", 1)[1].isdigit() and key not in parts:
             parts[key] = bucket.client().get_object(Bucket=bucket.bucket, Key=key)["Body"].read()
     if not parts:
         return 0
+    sync_id = next(iter(parts)).rsplit("/", 2)[1].removesuffix(SUFFIX + PARTS.rstrip("/"))
+    folder.mkdir(exist_ok=True)
+    copy = folder / f"{sync_id}{SUFFIX}"
     copy.write_bytes(b"".join(parts[key] for key in sorted(parts)))
     manifest = read_manifest(copy)
     return 0 if manifest is None else len(manifest.entries)
@@ -266,7 +270,7 @@ def test_a_sync_killed_on_one_machine_resumes_on_another(
         # machine 1 has sent PUSHED of its manifest's entries: counted, not only a first
         # piece, since on a loaded machine that may hold a handful (its beats come late)
         return requests_answered(server) >= full // 3 and _pushed_entries(
-            bucket, pieces, parts, tmp_path / "pushed.manifest") >= PUSHED
+            bucket, pieces, parts, tmp_path / "pushed") >= PUSHED
 
     try:
         kill_when(process, a_third_read_and_pushed, seconds=200)
