@@ -11,7 +11,9 @@ namespace.
 A history table's version inserted by the sync at ``synced_at`` S has ``_dlt_valid_from``
 S, and one it retired has ``_dlt_valid_to`` S (S is every load's scd2 boundary, see
 :mod:`pipelines.company_connections.source`). ``user_roles`` is replaced per namespace, so
-only the last sync that loaded it still has its rows there.
+only the last sync that read the namespace still has its rows there; when that sync did
+not record its commit (killed between the commit and its outcome record, which the next
+sync learns from ``raw.sync_runs``), they are not counted.
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ def _found(con: Any, table: str, column: str) -> dict[tuple[str, str], int]:
 def recount(con: Any, syncs: Iterable[Manifest], problems: list[str]) -> int:
     """Count again in `raw` what each of the sealed `syncs` (in chain order) recorded its
     commits wrote; one problem line per count that differs. Returns the counts checked."""
+    syncs = list(syncs)
+    last: dict[str, str] = {}  # the last sync that read each namespace (a current-state table's rows are its)
+    for manifest in syncs:
+        for ns in [*manifest.namespaces(), *manifest.outcomes]:
+            if ns is not None:
+                last[ns] = manifest.sync_id
     syncs = [m for m in syncs if m.rows]
     if not syncs:
         return 0
@@ -77,12 +85,6 @@ def recount(con: Any, syncs: Iterable[Manifest], problems: list[str]) -> int:
         current = table in CURRENT_STATE
         inserted = _found(con, table, "synced_at" if current else "_dlt_valid_from")
         retired = {} if current else _found(con, table, "_dlt_valid_to")
-        last: dict[str, str] = {}  # a current-state table: the last sync that loaded each namespace
-        if current:
-            for manifest in syncs:
-                for ns, rows in manifest.rows.items():
-                    if table in rows:
-                        last[ns] = manifest.sync_id
         for manifest in syncs:
             at = _utc(_time(manifest.header.get("synced_at")))
             if at is None:

@@ -230,7 +230,7 @@ def test_the_digest_cli_and_status_read_the_feed(feed: Feed) -> None:
     assert {row["change_kind"] for row in rows} == {"answer_changed", "answer_removed"}
     assert len(rows) == sum(1 for row in feed.expected if row[1].startswith("answer_"))
     wrong = cli("changes", "--kind", "answer_moved")
-    assert wrong.returncode == 1 and "answer_moved: no such change kind" in wrong.stderr
+    assert wrong.returncode == 2 and "answer_moved: no such change kind" in wrong.stderr
     status = cli("status", "--json")
     assert json.loads(status.stdout)["changes"] == {"sync_id": feed.syncs[3], "total": 0, "counts": {}}
 
