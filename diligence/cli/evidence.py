@@ -51,24 +51,33 @@ def verify(
     data_path: DataPathOption = None,
     evidence: EvidenceOption = None,
     head: HeadOption = None,
+    full: Annotated[bool, typer.Option("--full", help="Check everything again, taking no earlier verification "
+                                       "on trust.")] = False,
+    since: Annotated[str | None, typer.Option(
+        "--since", help="Extend from this seal (its hash, 8 hex digits or more, or its sync id), verified before: "
+        "check what was sealed after it.", show_default=False)] = None,
 ) -> None:
     """Prove the warehouse holds what the service said: the evidence chain links, every
     response hashes to its name, every raw row names a response of a sealed sync, and
-    parsing that response again gives the row. Exit 0 with one line, else exit 1 and
-    one line per problem."""
+    parsing that response again gives the row. A verification that passes is kept as a
+    checkpoint: the next one checks what was sealed since, counts the older rows and
+    samples them (--full checks everything). Exit 0 with one line, else exit 1 and one
+    line per problem."""
     from ..evidence.pack_verify import (
         verify_pack,  # start-up (the evidence checks 1.4 s of imports): the checks load when they run
     )
     from ..evidence.verify import verify_warehouse
 
     if pack is not None:
-        if warehouse is not None:
-            raise CommandError("give a pack folder or --warehouse, not both", EXIT_USAGE)
+        if warehouse is not None or full or since is not None:
+            raise CommandError("give a pack folder, or --warehouse (with --full or --since), not both", EXIT_USAGE)
         result = verify_pack(pack, head=head)
     else:
         owner = _warehouse(warehouse, data_path, evidence)
         _require_data(owner)
-        result = verify_warehouse(owner, head=head)
+        if full and since is not None:
+            raise CommandError("--full and --since exclude each other", EXIT_USAGE)
+        result = verify_warehouse(owner, head=head, full=full, since=since)
     if result.ok:
         out.print(result.line(), highlight=False)
         return

@@ -32,10 +32,10 @@ from pipelines.evidence.manifest import (
     load_manifest,
     manifest_paths,
 )
-from pipelines.evidence.sealing import chain_links, expected_hash, read_head
+from pipelines.evidence.sealing import Link, chain_links, expected_hash, read_head
 from pipelines.evidence.store import ENTRIES, RESPONSES, ResponseStore
 
-__all__ = ["Store", "evidence_summary", "parse_time", "read_store"]
+__all__ = ["Store", "evidence_summary", "parse_time", "read_store", "sealed_after"]
 
 SYNCS = "syncs"
 
@@ -69,6 +69,9 @@ class Store:
     pruned_before: datetime | None = None
     #: when the first sync the chain ever sealed began (pruned ones included)
     began: datetime | None = None
+    #: the seal a verified checkpoint covers: its manifest is read without its entries
+    #: and taken as it is, with the ones before it (see :func:`read_store`'s `after`)
+    trusted: str | None = None
 
     @property
     def responses(self) -> ResponseStore:
@@ -107,6 +110,8 @@ class Store:
         for manifest in self.sealed:
             seal = manifest.seal or {}
             name = _name(manifest)
+            if seal.get("hash") == self.trusted and self.trusted is not None:
+                continue
             if manifest.damaged:
                 problems.append(f"{name}: {manifest.damaged}")
             elif expected_hash(manifest) != seal.get("hash"):
@@ -192,7 +197,7 @@ def evidence_summary(owner: Any) -> dict[str, Any] | None:
 
 #: what ``syncs/`` may hold besides manifests: the caches, a killed write's temporary
 #: file, a manifest set aside as damaged by a resume
-_SYNCS_FILES = (HEAD, CHAIN)
+_SYNCS_FILES = (HEAD, CHAIN, "VERIFIED")
 
 
 def _strays(root: Path) -> list[str]:
@@ -211,18 +216,44 @@ def _strays(root: Path) -> list[str]:
     return strays
 
 
-def read_store(root: Path, *, entries: bool = True) -> Store:
+def sealed_after(root: Path, seal: str) -> set[str] | None:
+    """The sync ids of the manifests sealed after `seal` on the way to each last seal,
+    from the chain's links (``CHAIN``, and the manifests it does not list yet); None when
+    `seal` is not in the chain before every last seal."""
+    links = chain_links(Path(root) / SYNCS)
+    by_hash = {link.hash: link for link in links.links}
+    if seal not in by_hash:
+        return None
+    after: set[str] = set()
+    for end in links.ends():
+        current: Link | None = end
+        while current is not None and current.hash != seal:
+            after.add(current.sync_id)
+            current = by_hash.get(current.previous) if current.previous else None
+        if current is None:
+            return None
+    return after
+
+
+def read_store(root: Path, *, entries: bool = True, after: str | None = None) -> Store:
     """Every manifest of the evidence store at `root` (`entries` False: the sealed ones
-    without their entries, enough for counts and the chain's links)."""
-    store = Store(Path(root), head_file=read_head(Path(root) / SYNCS), strays=_strays(Path(root)))
+    without their entries, enough for counts and the chain's links). With `after` (a
+    seal, see :func:`sealed_after`) only the manifests sealed after it, and its own
+    without its entries (:attr:`Store.trusted`)."""
+    store = Store(Path(root), head_file=read_head(Path(root) / SYNCS), strays=_strays(Path(root)), trusted=after)
+    wanted = sealed_after(store.root, after) if after is not None else None
+    trusted = next((k.sync_id for k in chain_links(store.root / SYNCS).links if k.hash == after), None)
     try:
         paths = manifest_paths(store.root / SYNCS)
     except OSError as exc:
         store.strays.append(str(exc))
         paths = []
     for path in paths:
+        stem = path.name.removesuffix(SEALED_SUFFIX)
+        if wanted is not None and path.name.endswith(SEALED_SUFFIX) and stem not in wanted and stem != trusted:
+            continue
         try:
-            manifest = load_manifest(path, entries=entries)
+            manifest = load_manifest(path, entries=entries and stem != trusted)
         except OSError as exc:
             if path.name.endswith(SEALED_SUFFIX):
                 store.unreadable.append((path, str(exc).removeprefix(f"{path.name}: ")))

@@ -3,7 +3,8 @@
 A sync (and a documents download, and a replay) writes one manifest into the
 warehouse's evidence store (:attr:`diligence.warehouse.Warehouse.evidence_root`); its
 header says whose it is: base URL, account digest, warehouse, ``--select``, schema and
-project version (:class:`~pipelines.company_connections.ManifestIdentity`).
+project version (:class:`~pipelines.company_connections.ManifestIdentity`), and the
+store's verified checkpoint, if any (:mod:`.checkpoint`: the seal covers it).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..version import project_version
 from ..warehouse import Warehouse
 from ..warehouse.filemodes import modes
 from .bucket import EvidenceBucket
+from .checkpoint import recorded_checkpoint
 
 __all__ = ["evidence_log", "file_modes", "manifest_identity"]
 
@@ -45,6 +47,8 @@ def evidence_log(owner: Warehouse, settings: Any, *, sync_id: str, synced_at: da
     root = owner.evidence_root
     if root is None:
         return None
+    verified = recorded_checkpoint(root)  # sealed with this manifest: the checkpoint is covered
+    extra = {**(extra or {}), **({"verified": verified} if verified else {})}
     return EvidenceLog.start(root, manifest_identity(owner, settings, resources), sync_id=sync_id,
                              started_at=synced_at, synced_at=synced_at, version=project_version(),
                              kept=kept, kind=kind, extra=extra, modes=file_modes(),

@@ -18,30 +18,46 @@ What it cannot prove: someone who can write both the store and the warehouse can
 rewrite both consistently, chain included, unless a head kept elsewhere is given.
 Rows loaded before the warehouse kept evidence (no ``response_sha256``), rows of pruned
 syncs and rows whose sync has not sealed its manifest yet are counted, not checked.
+
+A verification that passes keeps a checkpoint (:mod:`.checkpoint`); the next one extends
+from it: the manifests, responses and rows since its seal are checked as above, the older
+row versions are counted against it and a sample of them (:data:`SAMPLE`) is checked
+against its responses. ``full`` takes nothing on trust; `since` (a seal, or a sync id)
+starts from a seal the caller verified before.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from pipelines.company_connections import settings as s
 from pipelines.company_connections.rows import rows_of_response
-from pipelines.evidence.manifest import Manifest
-from pipelines.evidence.store import MAX_BODY
+from pipelines.evidence.confined import is_sync_id
+from pipelines.evidence.manifest import SEALED_SUFFIX, Manifest, read_manifest
+from pipelines.evidence.sealing import chain_links
+from pipelines.evidence.store import MAX_BODY, StoredResponse
 
 from ..errors import EvidenceError
 from ..warehouse import Warehouse, table_names
 from .accounting import recount
 from .bucket import pull_everything
-from .chain import Store, parse_time, read_store
+from .chain import Store, parse_time, read_store, sealed_after
+from .checkpoint import CHECKPOINT, Checkpoint, read_checkpoint, write_checkpoint
 
-__all__ = ["MAX_LINES", "ROW_KEYS", "Verification", "check_rows", "find_head", "verify_warehouse"]
+__all__ = ["MAX_LINES", "ROW_KEYS", "SAMPLE", "Verification", "check_rows", "find_head", "verify_warehouse"]
 
 #: problems printed one per line; the rest are counted
 MAX_LINES = 20
+#: older rows (before a checkpoint) checked against their responses by each verify that
+#: extends from it, per table
+SAMPLE = 40
+#: the manifests a sample may read to check its rows (the rest of the sample is skipped)
+SAMPLE_SYNCS = 20
 
 #: raw table -> the columns that identify a row (its version: valid from)
 ROW_KEYS: dict[str, tuple[str, ...]] = {
@@ -82,6 +98,11 @@ class Verification:
     before_evidence: int = 0
     pruned: int = 0
     awaiting_seal: int = 0
+    #: the checkpoint this verification extended from (None: it checked everything),
+    #: the older row versions it counted against it, and how many of them it sampled
+    since: Checkpoint | None = None
+    older: int = 0
+    sampled: int = 0
 
     @property
     def ok(self) -> bool:
@@ -93,8 +114,15 @@ class Verification:
             (self.before_evidence, "older than the evidence (not checked)"),
             (self.pruned, "of pruned syncs (not checked)"),
             (self.awaiting_seal, "of a sync not sealed yet (not checked)")) if count)
+        since = ""
+        if self.since is not None and self.since.rows is None:
+            since = (f"; since the seal {self.since.seal[:12]} given by --since: {self.sampled:,} older rows "
+                     "sampled (--full checks all)")
+        elif self.since is not None:
+            since = (f"; since the seal {self.since.seal[:12]} verified {self.since.verified_at[:10]}: "
+                     f"{self.older:,} older row versions counted, {self.sampled:,} sampled (--full checks all)")
         return (f"verified {self.syncs:,} syncs, {self.responses:,} responses, {self.rows:,} rows; "
-                f"head {self.head or 'none'}{extra}")
+                f"head {self.head or 'none'}{extra}{since}")
 
     def lines(self, limit: int = MAX_LINES) -> list[str]:
         """The problems, one line each, at most `limit`, then how many more."""
@@ -126,15 +154,20 @@ def _sizes(store: Store) -> dict[str, int]:
     return sizes
 
 
-def _check_responses(store: Store, result: Verification) -> tuple[set[str], set[str]]:
+def _check_responses(store: Store, result: Verification, *, every: bool = True) -> tuple[set[str], set[str]]:
     """Every kept response hashes to its name (read back and hashed as it decompresses,
     never past the size its manifest records); every one a sealed manifest names is
-    kept. Returns (good, bad) hashes: kept intact, and altered or missing."""
+    kept (not `every`: only those the manifests read name, the others are taken as
+    verified). Returns (good, bad) hashes: kept intact, and altered or missing."""
     good: set[str] = set()
     bad: set[str] = set()
     sizes = _sizes(store)
-    files, strays = store.responses.scan()
-    result.problems.extend(strays)
+    if every:
+        files, strays = store.responses.scan()
+        result.problems.extend(strays)
+    else:
+        files = [StoredResponse(sha, store.responses.path(sha)) for sha in sorted(sizes)
+                 if os.path.lexists(store.responses.path(sha))]
     for stored in files:
         try:
             actual, _size = store.responses.digest(stored.sha256, sizes.get(stored.sha256, MAX_BODY))
@@ -233,46 +266,169 @@ def check_rows(table: str, rows: Iterable[dict[str, Any]], body_of: Any, lists_o
     return checked
 
 
-def _raw_rows(con: Any, table: str) -> Iterator[dict[str, Any]]:
-    # a table of an older release's shape (not versioned yet) is read as it is
+def _version_column(con: Any, table: str) -> tuple[str, set[str]]:
+    """The column that says when a row version of `table` began, and the columns there
+    are (a table of an older release's shape, not versioned yet, is read as it is)."""
     present = {row[0] for row in con.execute(
         "select column_name from information_schema.columns where table_catalog = current_database() "
         "and table_schema = 'raw' and table_name = ?", [table]).fetchall()}
-    since = "_dlt_valid_from" if table in _HISTORY and "_dlt_valid_from" in present else "synced_at"
+    return ("_dlt_valid_from" if table in _HISTORY and "_dlt_valid_from" in present else "synced_at"), present
+
+
+def _raw_rows(con: Any, table: str, after: datetime | None = None, sample: int | None = None
+              ) -> Iterator[dict[str, Any]]:
+    """The rows of raw.`table` (`after`: those whose version began after it; `sample`:
+    that many of those that began at or before it, picked at random)."""
+    since, present = _version_column(con, table)
     columns = sorted({*ROW_COLUMNS[table], *ROW_KEYS[table], "response_sha256", since} & present)
-    cursor = con.execute(f"select {', '.join(columns)} from raw.{table} order by {', '.join(ROW_KEYS[table])}")
+    where = "" if after is None else f"where {since} {'<=' if sample else '>'} $after"
+    picked = f"using sample reservoir({int(sample)} rows)" if sample else ""
+    cursor = con.execute(f"select {', '.join(columns)} from (select * from raw.{table} {where}) {picked} "
+                         f"order by {', '.join(ROW_KEYS[table])}", {"after": after} if after is not None else {})
     while batch := cursor.fetchmany(2048):
         for values in batch:
             yield dict(zip(columns, values, strict=True))
 
 
-def verify_warehouse(owner: Warehouse, *, head: str | None = None) -> Verification:
+def _starting_point(root: Path, full: bool, since: str | None, problems: list[str]) -> Checkpoint | None:
+    """The checkpoint a verification extends from: `since` (a seal or sync id the caller
+    verified before), else the store's (:mod:`.checkpoint`); None: check everything. A
+    checkpoint that cannot be used is one line of `problems` (everything is checked)."""
+    if full:
+        return None
+    found: Checkpoint | str | None
+    if since is not None:
+        links = chain_links(root / "syncs").links
+        wanted = since.strip().lower()
+        matches = [k for k in links if k.sync_id == since.strip() or (len(wanted) >= 8 and k.hash.startswith(wanted))]
+        if len(matches) != 1:
+            raise EvidenceError(f"--since {since}: no seal or sync of the chain is named so (give a seal's hash, "
+                                "8 hex digits or more, or a sync id)")
+        manifest = read_manifest(root / "syncs" / f"{matches[0].sync_id}{SEALED_SUFFIX}", entries=False)
+        synced_at = str((manifest.header if manifest else {}).get("synced_at"))
+        found = Checkpoint(matches[0].hash, matches[0].sync_id, synced_at, "")
+    else:
+        found = read_checkpoint(root)
+    if isinstance(found, str):
+        problems.append(found)
+        return None
+    if found is not None and sealed_after(root, found.seal) is None:
+        problems.append(f"the verified checkpoint names the seal {found.seal[:12]} (sync {found.sync_id}), which is "
+                        "not in the chain before its last seal: everything was checked")
+        return None
+    return found
+
+
+def verify_warehouse(owner: Warehouse, *, head: str | None = None, full: bool = False,
+                     since: str | None = None) -> Verification:
     """Verify `owner` against its evidence store (see the module docstring); a store in
-    a bucket is copied in first."""
+    a bucket is copied in first. It extends from the store's verified checkpoint unless
+    `full`; `since` names a seal to extend from instead. A verification that passes
+    keeps its checkpoint."""
     strays = pull_everything(owner)
     root = owner.evidence_root
     if root is None or not (root / "syncs").is_dir():
         where = root if root is not None else "(evidence is off: [evidence] enabled = false)"
         raise EvidenceError(f"no evidence store at {where}: nothing to verify; a sync keeps its evidence "
                             "there (or pass --evidence)")
-    store = read_store(root)
-    result = Verification(syncs=len(store.syncs()), head=store.head[0] if store.head else None)
-    result.problems.extend([*strays, *store.problems()])
-    good, bad = _check_responses(store, result)
+    notes: list[str] = []
+    start = _starting_point(root, full, since, notes)
+    store = read_store(root, after=start.seal if start is not None else None)
+    result = Verification(syncs=len(store.syncs()) - (start is not None), head=store.head[0] if store.head else None,
+                          since=start)
+    result.problems.extend([*strays, *notes, *store.problems()])
+    _recorded(store, start, result.problems)
+    good, bad = _check_responses(store, result, every=start is None)
     index = _Index.of(store)
     if owner.exists():
         with owner.session(read_only=True, memory_limit=None) as con:
             _check_warehouse(con, store, index, good, bad, result)
-    if head is not None and find_head(store, head) is None:
+            if start is not None:
+                _check_older(con, root, start, result)
+            last = store.by_hash.get(result.head or "")
+            if result.ok and last is not None and (since is None or full):
+                write_checkpoint(root, _checkpoint_of(con, last))
+    if head is not None and find_head(read_store(root, entries=False) if start is not None else store, head) is None:
         result.problems.append(f"the head kept elsewhere ({head.strip()[:64]}) is not in the chain: "
                                "the chain was rewritten, or its manifests removed")
     return result
 
 
+def _recorded(store: Store, start: Checkpoint | None, problems: list[str]) -> None:
+    """A checkpoint the chain recorded (a sync's header, sealed) for the seal `start`
+    names must be `start`: otherwise its file was edited."""
+    if start is None or start.rows is None:
+        return
+    for manifest in store.sealed:
+        recorded = manifest.header.get("verified")
+        if isinstance(recorded, dict) and recorded.get("seal") == start.seal and recorded.get("digest") != start.digest:
+            problems.append(f"syncs/{CHECKPOINT} is not the checkpoint sync {manifest.sync_id} sealed for the seal "
+                            f"{start.seal[:12]}: it was edited since")
+
+
+def _checkpoint_of(con: Any, last: Manifest) -> Checkpoint:
+    """The checkpoint of a verification that passed at the sealed manifest `last`."""
+    synced_at = str(last.header.get("synced_at"))
+    moment = parse_time(synced_at)
+    rows = {table: _older(con, table, moment) for table in _HISTORY if f"raw.{table}" in table_names(con)}
+    return Checkpoint(str((last.seal or {})["hash"]), last.sync_id, synced_at,
+                      datetime.now(timezone.utc).isoformat(), rows)
+
+
+def _older(con: Any, table: str, moment: datetime | None) -> int:
+    since, _present = _version_column(con, table)
+    return int(con.execute(f"select count(*) from raw.{table} where {since} <= $at", {"at": moment}).fetchone()[0])
+
+
+def _check_older(con: Any, root: Path, start: Checkpoint, result: Verification) -> None:
+    """The rows before the checkpoint: their versions counted again per table (a deleted
+    or added one changes a count), and a sample checked against their responses."""
+    moment = start.time
+    tables = table_names(con)
+    for table, expected in sorted((start.rows or {}).items()):
+        if f"raw.{table}" not in tables:
+            continue
+        found = _older(con, table, moment)
+        result.older += found
+        if found != expected:
+            difference = f"{expected - found:,} deleted" if found < expected else f"{found - expected:,} added"
+            result.problems.append(f"raw.{table}: {found:,} row versions are at or before the verified seal "
+                                   f"{start.seal[:12]}, {expected:,} were when it was verified ({difference})")
+    picked: dict[str, list[dict[str, Any]]] = {}
+    syncs: dict[str, Manifest | None] = {}
+    for table in ROW_KEYS:
+        for row in _raw_rows(con, table, moment, sample=SAMPLE) if f"raw.{table}" in tables else ():
+            when = _version_time(row)
+            sync_id = when.strftime("%Y%m%dT%H%M%S%fZ") if when is not None else ""
+            if row["response_sha256"] is None or not is_sync_id(sync_id):
+                continue
+            if sync_id not in syncs and len(syncs) < SAMPLE_SYNCS:  # the sync that read it: its id is its time
+                syncs[sync_id] = read_manifest(root / "syncs" / f"{sync_id}{SEALED_SUFFIX}")
+            if syncs.get(sync_id) is not None:
+                picked.setdefault(table, []).append(row)
+    sample = Store(root, sealed=[m for m in syncs.values() if m is not None])
+    good, _bad = _check_responses(sample, Verification(problems=result.problems), every=False)
+    index, sizes = _Index.of(sample), _sizes(sample)
+
+    def body_of(sha: str) -> bytes:
+        return sample.responses.get(sha, sizes.get(sha, MAX_BODY))
+
+    def lists_of(sha: str, namespace: str) -> list[bytes]:
+        manifest = index.holder.get((sha, namespace))
+        pages = index.lists.get((manifest.sync_id, namespace), []) if manifest else []
+        return [body_of(page) for page in pages if page in good]
+
+    for table, rows in picked.items():
+        held = [row for row in rows if row["response_sha256"] in good and (
+            (row["response_sha256"], row["namespace_company_id"]) in index.holder or table == "user_roles")]
+        result.sampled += check_rows(table, held, body_of, lists_of, result.problems)
+
+
 def _check_warehouse(con: Any, store: Store, index: _Index, good: set[str], bad: set[str],
                      result: Verification) -> None:
     tables = table_names(con)
-    first = store.began
+    after = result.since.time if result.since is not None else None
+    first = after or store.began
     sizes = _sizes(store)
 
     def body_of(sha: str) -> bytes:
@@ -287,7 +443,7 @@ def _check_warehouse(con: Any, store: Store, index: _Index, good: set[str], bad:
         if f"raw.{table}" not in tables:
             continue
         checkable = []
-        for row in _raw_rows(con, table):
+        for row in _raw_rows(con, table, after):
             sha = row["response_sha256"]
             since = _version_time(row)
             if sha is None and first is not None and (since is None or since >= first):
