@@ -1,0 +1,178 @@
+"""The figures of :mod:`benchmarks.cli`: paired ratios, goals, the table and the history.
+
+Every ratio is taken within one repetition (the runs that sat side by side) and the
+figure is the median of those ratios:
+
+* throughput against the replay: replay seconds / sync seconds (1 = as fast as the
+  bare GETs);
+* what the models add: whole sync seconds / ``--no-models`` sync seconds;
+* what the evidence costs: ``--no-models`` seconds / the same with the evidence off, - 1;
+* memory: the whole sync's peak RSS at the larger ``--memory`` size / at the smaller.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .results_file import read_part, write_part
+
+PART = "cli"
+HISTORY_PART = "cli-history"
+#: the settings whose runs go into the history (so that its lines compare)
+STANDARD = {"connections": [400, 2000], "memory": [200, 2000], "latency_ms": 40.0,
+            "concurrency": 16}
+
+__all__ = ["HISTORY_PART", "PART", "figures", "history_line", "record_history", "render"]
+
+Runs = list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One paired ratio: its median, each repetition's value, and its goal if it has one."""
+
+    key: str
+    label: str
+    values: list[float]
+    goal: str = ""
+    met: Callable[[float], bool] | None = None
+    percent: bool = False
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values) if self.values else float("nan")
+
+    def show(self, value: float) -> str:
+        return f"{value:+.1%}" if self.percent else f"{value:.2f}"
+
+    @property
+    def verdict(self) -> str:
+        if self.met is None or not self.values:
+            return ""
+        return "met" if self.met(self.median) else "**missed**"
+
+
+def _paired(a: Runs, b: Runs, key: str = "wall") -> list[float]:
+    """a[i][key] / b[i][key] for each repetition i."""
+    return [x[key] / y[key] for x, y in zip(a, b, strict=True)]
+
+
+def figures(raw: dict[str, Any]) -> list[Figure]:
+    """The paired ratios of a run, goals first."""
+    settings, runs = raw["settings"], raw["figures"]
+    first, last = settings["connections"][0], settings["connections"][-1]
+    low, high = settings["memory"]
+    at = {int(size): by_name for size, by_name in runs.items()}
+    out = [
+        Figure("nm_first", f"{first:,} connections, `sync --no-models` / bare replay",
+               _paired(at[first]["replay"], at[first]["no_models"]), ">= 0.85", lambda v: v >= 0.85),
+        Figure("whole_last", f"{last:,} connections, whole `sync` / bare replay",
+               _paired(at[last]["replay"], at[last]["whole"]), ">= 0.92", lambda v: v >= 0.92),
+        Figure("models_first", f"{first:,} connections, whole `sync` time / `--no-models` time",
+               _paired(at[first]["whole"], at[first]["no_models"]), "<= 1.25", lambda v: v <= 1.25),
+        Figure("evidence", f"evidence: `--no-models` time with it / without it - 1 ({first:,})",
+               [v - 1 for v in _paired(at[first]["no_models"], at[first]["no_evidence"])],
+               "<= +5 %", lambda v: v <= 0.05, percent=True),
+        Figure("memory", f"peak RSS of the whole `sync`, {high:,} / {low:,} connections",
+               _paired(at[high]["whole"], at[low]["whole"], "peak"), "<= 1.5x", lambda v: v <= 1.5),
+        Figure("whole_first", f"{first:,} connections, whole `sync` / bare replay",
+               _paired(at[first]["replay"], at[first]["whole"])),
+        Figure("nm_last", f"{last:,} connections, `sync --no-models` / bare replay",
+               _paired(at[last]["replay"], at[last]["no_models"])),
+        Figure("models_last", f"{last:,} connections, whole `sync` time / `--no-models` time",
+               _paired(at[last]["whole"], at[last]["no_models"])),
+    ]
+    return out
+
+
+def _med(runs: Runs, key: str) -> float:
+    values = [r[key] for r in runs if key in r]
+    return statistics.median(values) if values else float("nan")
+
+
+LABELS = {"replay": "bare replay (login to the last body)",
+          "no_models": "`diligence sync --no-models`", "whole": "`diligence sync`",
+          "no_evidence": "`diligence sync --no-models`, evidence off"}
+
+
+def render(raw: dict[str, Any]) -> str:
+    """The part ``cli`` of RESULTS.md: the goals, then every contender's medians."""
+    s, m, commit = raw["settings"], raw["machine"], raw["commit"]
+    replay = ("16 threads sharing one `httpx.Client`" if s["replay"] == "threads"
+              else "one `httpx.AsyncClient`").replace("16", str(s["concurrency"]))
+    load = "; ".join(f"{when} {value}" for when, value in raw["load"].items())
+    lines = [
+        "## The whole `diligence sync` beside a bare replay (`python -m benchmarks.cli`)",
+        "",
+        f"{m['date']}, commit {commit['hash']}{'' if commit['clean'] else ' with uncommitted changes'}, "
+        f"{m['cpu']} ({m['cores']} cores), load average {load}; {raw['minutes']:.0f} min. "
+        f"Sandbox `{s['scale']}` with `--connections N` and {s['latency_ms']:g} ms per answer (its own "
+        f"process), {s['concurrency']} requests in flight; the replay: {replay}, every URL known "
+        f"up front. Each `diligence sync` is a process timed from exec to exit into a new "
+        f"warehouse. {s['repeat']} repetitions, the contenders in turn (reversed every other "
+        f"repetition); figures are medians of the ratios paired within a repetition. Raw "
+        f"figures: `benchmarks/.work/cli/cli.json`.",
+        "",
+        "| figure | goal | median | each repetition | verdict |",
+        "|---|---|---:|---|---|",
+    ]
+    for f in figures(raw):
+        lines.append(f"| {f.label} | {f.goal} | **{f.show(f.median)}** | "
+                     f"{' / '.join(f.show(v) for v in f.values)} | {f.verdict} |")
+    lines += ["", "| connections (requests) | contender | wall s | CPU s | peak RSS MB | "
+              "sync / models / the rest s |", "|---|---|---:|---:|---:|---|"]
+    for size, by_name in raw["figures"].items():
+        for name, runs in by_name.items():
+            phases = "" if name == "replay" else " / ".join(
+                f"{_med(runs, key):.2f}" for key in ("sync", "models", "rest"))
+            walls = " / ".join(f"{r['wall']:.2f}" for r in runs)
+            lines.append(f"| {int(size):,} ({runs[0]['expected']:,}) | {LABELS[name]} | "
+                         f"{_med(runs, 'wall'):.2f} ({walls}) | {_med(runs, 'cpu'):.2f} | "
+                         f"{_med(runs, 'peak'):.0f} | {phases} |")
+    lines += ["", "sync: `run_sync` (the lock, the fetch and each namespace's load) as the JSON "
+              "summary times it; models: the dbt build; the rest: the process's start-up, the "
+              "checks' copy for analysts, the seal's wait and the exit (wall - sync - models). "
+              "The replay's CPU is its fetch's; its peak RSS is its whole process's."]
+    return "\n".join(lines)
+
+
+HISTORY_KEYS = ("nm_first", "whole_first", "nm_last", "whole_last", "models_first", "evidence", "memory")
+HISTORY_HEADER = (
+    "## `python -m benchmarks.cli`: one line per commit that changed the figures\n\n"
+    "Medians of paired ratios, standard settings (400 and 2,000 connections, 40 ms, 16 in "
+    "flight; memory from 200 to 2,000). Goals: 400 `--no-models` >= 0.85, 2,000 whole >= 0.92, "
+    "whole / `--no-models` <= 1.25, evidence <= +5 %, memory <= 1.5x.\n\n"
+    "| commit | date | load | 400 `--no-models` / replay | 400 whole / replay | "
+    "2,000 `--no-models` / replay | 2,000 whole / replay | 400 whole / `--no-models` | "
+    "evidence | memory 200 -> 2,000 |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def history_line(raw: dict[str, Any]) -> str:
+    """This run's line of the history table."""
+    by_key = {f.key: f for f in figures(raw)}
+    cells = [by_key[k].show(by_key[k].median) for k in HISTORY_KEYS]
+    load = list(raw["load"].values())
+    return (f"| {raw['commit']['hash']} | {raw['machine']['date'][:10]} | {load[0].split()[0]}"
+            f"-{load[-1].split()[0]} | " + " | ".join(cells) + " |")
+
+
+def standard(raw: dict[str, Any]) -> bool:
+    """Whether the run's settings are the history's (and it has at least 3 repetitions)."""
+    s = raw["settings"]
+    return s["repeat"] >= 3 and all(s[k] == v for k, v in STANDARD.items())
+
+
+def record_history(out: Path, line: str, commit: str) -> None:
+    """Add `line` to the history part of `out`, or put it in the place of the line
+    `commit` had there (a rerun of the same code)."""
+    current = read_part(out, HISTORY_PART)
+    rows = [] if current is None else [
+        row for row in current.split("|---|", 1)[-1].splitlines()[1:] if row.startswith("| ")]
+    ours = f"| {commit} |"
+    rows = ([line if row.startswith(ours) else row for row in rows]
+            if any(row.startswith(ours) for row in rows) else [*rows, line])
+    write_part(out, HISTORY_PART, HISTORY_HEADER + "\n" + "\n".join(rows))
