@@ -223,6 +223,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    args.work_dir = args.work_dir.resolve()  # each sync runs in a folder of its own
     args.work_dir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     if args.warm_up:
