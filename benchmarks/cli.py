@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -92,7 +93,8 @@ def user_env(**extra: str) -> dict[str, str]:
     sandbox's credentials."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SOURCES__", "EVIDENCE__", "DILIGENCE_", "PYTHONPYCACHEPREFIX"))}
-    env.update(SOURCES__COMPANY_CONNECTIONS__EMAIL=EMAIL,
+    env.update(PYTHONUNBUFFERED="1",  # each line as it is written: the phases' clock
+               SOURCES__COMPANY_CONNECTIONS__EMAIL=EMAIL,
                SOURCES__COMPANY_CONNECTIONS__PASSWORD=PASSWORD,
                SOURCES__COMPANY_CONNECTIONS__TOKEN_STORE_PATH="")
     env.update(extra)
@@ -119,13 +121,31 @@ def sync_run(box: Sandbox, contender: Contender, folder: Path, *, concurrency: i
         raise BenchError(f"diligence sync ({contender.name}) exited {run.exit_code}:\n{tail}")
     overall = json.loads(summary.read_text())
     models = overall.get("models") or {}
-    sync_seconds = overall["overall"]["duration_seconds"]
-    return {"wall": run.wall_seconds, "cpu": run.cpu_seconds, "peak": run.peak_rss_mb,
+    return {"wall": run.wall_seconds, "cpu": run.cpu_seconds, "user": run.user_seconds,
+            "system": run.system_seconds, "peak": run.peak_rss_mb,
             "requests": overall["overall"]["requests"], "served": box.stats()["total"],
-            "sandbox_cpu": sandbox_cpu, "sync": sync_seconds,
+            "sandbox_cpu": sandbox_cpu, "sync": overall["overall"]["duration_seconds"],
             "extract": overall["overall"]["extract_seconds"],
             "load": overall["overall"]["load_seconds"], "models": models.get("seconds", 0.0),
-            "rest": run.wall_seconds - sync_seconds - models.get("seconds", 0.0)}
+            **phases(run.lines, run.wall_seconds)}
+
+
+def phases(lines: list[tuple[float, str]], wall: float) -> dict[str, float]:
+    """What the user waits for, from when `diligence sync`'s lines appeared: the start-up
+    (to its first progress line, once user-info has answered and the first namespace's
+    requests are planned), the fetch and loads (to the last ``namespace ... loaded``
+    line), the seal (to ``synced N/N``), the models, checks and analysts' copy (to
+    ``models built``), and the exit (after the last line)."""
+    def first(test: Any) -> float:
+        return next((at for at, line in lines if test(line)), float("nan"))
+
+    started = first(lambda line: " requests, " in line and "namespace " in line)
+    loaded = max((at for at, line in lines if " loaded: " in line), default=float("nan"))
+    synced = first(lambda line: line.startswith("synced "))
+    built = first(lambda line: line.startswith("models built in "))
+    last = lines[-1][0] if lines else float("nan")
+    return {"startup": started, "fetch_loads": loaded - started, "seal": synced - loaded,
+            "tail_models": 0.0 if math.isnan(built) else built - synced, "exit": wall - last}
 
 
 def replay_run(box: Sandbox, *, concurrency: int, client: str, timeout: float,

@@ -94,6 +94,7 @@ def _med(runs: Runs, key: str) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+PHASES = ("startup", "fetch_loads", "seal", "tail_models", "exit")
 LABELS = {"replay": "bare replay (login to the last body)",
           "no_models": "`diligence sync --no-models`", "whole": "`diligence sync`",
           "no_evidence": "`diligence sync --no-models`, evidence off"}
@@ -124,19 +125,23 @@ def render(raw: dict[str, Any]) -> str:
         lines.append(f"| {f.label} | {f.goal} | **{f.show(f.median)}** | "
                      f"{' / '.join(f.show(v) for v in f.values)} | {f.verdict} |")
     lines += ["", "| connections (requests) | contender | wall s | CPU s | peak RSS MB | "
-              "sync / models / the rest s |", "|---|---|---:|---:|---:|---|"]
+              "start-up / fetch and loads / seal / models, checks, copy (dbt build) / exit s |",
+              "|---|---|---:|---:|---:|---|"]
     for size, by_name in raw["figures"].items():
         for name, runs in by_name.items():
-            phases = "" if name == "replay" else " / ".join(
-                f"{_med(runs, key):.2f}" for key in ("sync", "models", "rest"))
+            phases = "" if name == "replay" else (
+                " / ".join(f"{_med(runs, key):.2f}" for key in PHASES[:4])
+                + f" ({_med(runs, 'models'):.2f}) / {_med(runs, 'exit'):.2f}")
             walls = " / ".join(f"{r['wall']:.2f}" for r in runs)
             lines.append(f"| {int(size):,} ({runs[0]['expected']:,}) | {LABELS[name]} | "
                          f"{_med(runs, 'wall'):.2f} ({walls}) | {_med(runs, 'cpu'):.2f} | "
                          f"{_med(runs, 'peak'):.0f} | {phases} |")
-    lines += ["", "sync: `run_sync` (the lock, the fetch and each namespace's load) as the JSON "
-              "summary times it; models: the dbt build; the rest: the process's start-up, the "
-              "checks' copy for analysts, the seal's wait and the exit (wall - sync - models). "
-              "The replay's CPU is its fetch's; its peak RSS is its whole process's."]
+    lines += ["", "Phases (medians), by when the sync's lines appeared: the start-up to its first "
+              "progress line (user-info answered, the first requests planned), the fetch and "
+              "the loads to the last `namespace ... loaded`, the seal to `synced N/N`, the "
+              "models, checks and analysts' copy to `models built` (in brackets the dbt build "
+              "as the JSON summary times it), the exit after the last line. The replay's CPU "
+              "is its fetch's; its peak RSS is its whole process's."]
     return "\n".join(lines)
 
 

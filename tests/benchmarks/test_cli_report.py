@@ -6,14 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cli import plan
-from benchmarks.cli_report import HISTORY_PART, figures, history_line, record_history, render, standard
+from benchmarks.cli import phases, plan
+from benchmarks.cli_report import (
+    HISTORY_PART,
+    figures,
+    history_line,
+    record_history,
+    render,
+    standard,
+)
 from benchmarks.results_file import read_part
 
 
 def _run(wall: float, peak: float = 300.0) -> dict[str, Any]:
     return {"wall": wall, "cpu": wall / 2, "peak": peak, "expected": 2343, "served": 2344,
-            "sync": wall * 0.8, "models": 0.0, "rest": wall * 0.2}
+            "sync": wall * 0.8, "models": 0.0, "startup": 1.0, "fetch_loads": wall - 2.5,
+            "seal": 0.5, "tail_models": 0.0, "exit": 1.0}
 
 
 def raw(repeat: int = 3, commit: str = "abc1234") -> dict[str, Any]:
@@ -40,6 +48,20 @@ def raw(repeat: int = 3, commit: str = "abc1234") -> dict[str, Any]:
     }
 
 
+def test_the_phases_come_from_when_the_lines_appeared() -> None:
+    lines = [(2.5, "2026 INFO diligence.sync: namespace a: 0/6 requests, 0 rows"),
+             (6.0, "2026 INFO diligence.sync: namespace a loaded: 865 rows"),
+             (9.0, "2026 INFO diligence.sync: namespace b loaded: 801 rows"),
+             (9.4, "ok     a: 614 requests, 865 rows, 1 sync issues, 6.2s"),
+             (9.5, "synced 2/2 namespaces into w.duckdb in 9.8s"),
+             (9.5, "evidence sealed: head b9e4"),
+             (16.0, "models built in 6.10s: analytics.answers 7601"),
+             (16.2, "all data checks passed; analysts' copy: w-analytics.duckdb")]
+    assert phases(lines, 17.0) == {"startup": 2.5, "fetch_loads": 6.5, "seal": 0.5,
+                                   "tail_models": 6.5, "exit": 17.0 - 16.2}
+    assert phases(lines[:6], 10.0)["tail_models"] == 0.0
+
+
 def test_each_size_runs_its_contenders_and_memory_sizes_reuse_the_whole_sync() -> None:
     assert plan([400, 2000], [200, 2000]) == {
         200: ["whole"], 400: ["replay", "no_models", "whole", "no_evidence"],
@@ -56,7 +78,7 @@ def test_ratios_are_paired_within_a_repetition_and_judged_on_their_median() -> N
     assert by_key["memory"].median == 1.25 and by_key["memory"].verdict == "met"
     text = render(raw())
     assert "| 400 connections, `sync --no-models` / bare replay | >= 0.85 | **0.75** | 0.80 / 0.75 / 0.75 |" in text
-    assert "| 2,000 (2,343) | `diligence sync` | 33.00 (33.00 / 33.00 / 33.00) |" in text
+    assert "| 2,000 (2,343) | `diligence sync` | 33.00 (33.00 / 33.00 / 33.00) | 16.50 | 500 | 1.00 / 30.50 / 0.50 / 0.00 (0.00) / 1.00 |" in text
 
 
 def test_the_history_keeps_one_line_per_commit(tmp_path: Path) -> None:
