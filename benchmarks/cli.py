@@ -29,6 +29,7 @@ changes to the code is not recorded there). Raw figures: ``benchmarks/.work/cli/
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import math
 import os
@@ -41,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cli_report import HISTORY_PART, PART, history_line, record_history, render, standard
+from .cli_report import BEFORE, HISTORY_PART, PART, history_line, record_history, render, standard
 from .harness import (
     EMAIL,
     PASSWORD,
@@ -164,22 +165,38 @@ def replay_run(box: Sandbox, *, concurrency: int, client: str, timeout: float,
             "statuses": child.result["statuses"]}
 
 
-def plan(connections: Sequence[int], memory: Sequence[int]) -> dict[int, list[str]]:
+def plan(connections: Sequence[int], memory: Sequence[int], only: Sequence[str] | None = None,
+         before: bool = False) -> dict[int, list[str]]:
     """The contenders of each size: every measured size has the replay and both syncs,
-    the first the evidence-off sync too; a memory-only size the whole sync."""
+    the first the evidence-off sync too; a memory-only size the whole sync. `only` keeps
+    those contenders; `before` adds each sync of the code before (``<name>@before``)."""
     sizes: dict[int, list[str]] = {}
     for index, size in enumerate(connections):
         sizes[size] = ["replay", "no_models", "whole"] + (["no_evidence"] if index == 0 else [])
     for size in memory:
         sizes.setdefault(size, ["whole"])
-    return dict(sorted(sizes.items()))
+    for size, names in sizes.items():
+        names = [name for name in names if only is None or name in only]
+        sizes[size] = [variant for name in names for variant in
+                       ([name, name + BEFORE] if before and name != "replay" else [name])]
+    return {size: names for size, names in sorted(sizes.items()) if names}
+
+
+def contender(name: str, before: Path | None) -> Contender:
+    """The contender `name`; one of the code before (``<name>@before``) runs with that
+    tree first on the path."""
+    base = CONTENDERS[name.removesuffix(BEFORE)]
+    if not name.endswith(BEFORE):
+        return base
+    assert before is not None
+    return Contender(name, base.label, base.args, {**base.env, "PYTHONPATH": str(before)})
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """Run every size's repetitions; the raw figures (size -> contender -> runs)."""
     figures: dict[str, dict[str, list[dict[str, Any]]]] = {}
     load: dict[str, str] = {"start": machine().load_average}
-    for size, names in plan(args.connections, args.memory).items():
+    for size, names in plan(args.connections, args.memory, args.contenders, args.before is not None).items():
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
         with sandbox(args.scale, latency_ms=args.latency_ms, log_dir=args.work_dir / "logs",
                      extra=["--connections", str(size)]) as box:
@@ -187,13 +204,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             for rep in range(args.repeat):
                 order = names if rep % 2 == 0 else names[::-1]
                 for name in order:
-                    contender = CONTENDERS[name]
-                    if contender.is_replay:
+                    who = contender(name, args.before)
+                    if who.is_replay:
                         run = replay_run(box, concurrency=args.concurrency, client=args.replay,
                                          timeout=args.timeout, log_dir=args.work_dir / "logs")
                     else:
                         folder = args.work_dir / "runs" / f"{size}-{rep}-{name}-{time.time_ns()}"
-                        run = sync_run(box, contender, folder, concurrency=args.concurrency,
+                        run = sync_run(box, who, folder, concurrency=args.concurrency,
                                        timeout=args.timeout)
                     runs[name].append({**run, "expected": expected})
                     print(f"{size} connections, run {rep + 1}, {name}: {run['wall']:.2f} s, "
@@ -205,12 +222,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def warm_up(args: argparse.Namespace) -> None:
-    """One untimed whole sync and replay on the smallest size: the page cache, dbt's
-    partial parse in the checkout, the replay's bytecode."""
+    """One untimed whole sync (of each tree) and replay on the smallest size: the page
+    cache, dbt's partial parse in the checkout, the replay's bytecode."""
     size = min([*args.connections, *args.memory])
     with sandbox(args.scale, log_dir=args.work_dir / "logs", extra=["--connections", str(size)]) as box:
-        sync_run(box, CONTENDERS["whole"], args.work_dir / "runs" / f"warm-up-{time.time_ns()}",
-                 concurrency=args.concurrency, timeout=args.timeout)
+        for name in ["whole"] + (["whole" + BEFORE] if args.before is not None else []):
+            sync_run(box, contender(name, args.before), args.work_dir / "runs" / f"warm-up-{time.time_ns()}",
+                     concurrency=args.concurrency, timeout=args.timeout)
         replay_run(box, concurrency=args.concurrency, client=args.replay, timeout=args.timeout,
                    log_dir=args.work_dir / "logs")
 
@@ -232,6 +250,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--replay", choices=("threads", "async"), default="threads",
                         help="the replay's client: threads sharing an httpx.Client, or its AsyncClient")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per process")
+    parser.add_argument("--contenders", type=lambda text: text.split(","), default=None,
+                        help=f"only these, comma-separated ({', '.join(CONTENDERS)})")
+    parser.add_argument("--before", type=Path, default=None, metavar="DIR",
+                        help="also time the syncs of the code in DIR (e.g. `git archive <commit> | "
+                             "tar -x -C DIR`), with DIR first on the path, in the same repetitions")
     parser.add_argument("--no-warm-up", dest="warm_up", action="store_false")
     parser.add_argument("--out", type=Path, default=RESULTS, help="Markdown file to write")
     parser.add_argument("--work-dir", type=Path, default=WORK_DIR / "cli",
@@ -245,6 +268,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     args.work_dir = args.work_dir.resolve()  # each sync runs in a folder of its own
     args.work_dir.mkdir(parents=True, exist_ok=True)
+    if args.before is not None:
+        args.before = args.before.resolve()
+        compileall.compile_dir(args.before, quiet=1)  # its bytecode, as `make install` makes ours
     started = time.perf_counter()
     if args.warm_up:
         warm_up(args)
@@ -252,7 +278,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     m = machine()
     raw["settings"] = {"repeat": args.repeat, "connections": args.connections,
                        "memory": args.memory, "latency_ms": args.latency_ms, "scale": args.scale,
-                       "concurrency": args.concurrency, "replay": args.replay}
+                       "concurrency": args.concurrency, "replay": args.replay,
+                       "contenders": args.contenders,
+                       "before": _label(args.before) if args.before is not None else None}
     raw["machine"] = {"cpu": m.cpu, "cores": m.cores, "date": m.date}
     raw["minutes"] = (time.perf_counter() - started) / 60
     raw["commit"] = _commit()
@@ -271,6 +299,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         record_history(args.out, line, raw["commit"]["hash"])
     return 0
+
+
+def _label(tree: Path) -> str:
+    """What a tree of the code before is: its folder, and its commit when it is a checkout."""
+    commit = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip()
+    return f"`{tree.name}`" + (f", {commit}" if commit else "")
 
 
 def _commit() -> dict[str, Any]:

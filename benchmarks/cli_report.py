@@ -61,31 +61,51 @@ def _paired(a: Runs, b: Runs, key: str = "wall") -> list[float]:
     return [x[key] / y[key] for x, y in zip(a, b, strict=True)]
 
 
-def figures(raw: dict[str, Any]) -> list[Figure]:
-    """The paired ratios of a run, goals first."""
-    settings, runs = raw["settings"], raw["figures"]
-    first, last = settings["connections"][0], settings["connections"][-1]
-    low, high = settings["memory"]
-    at = {int(size): by_name for size, by_name in runs.items()}
-    out = [
-        Figure("nm_first", f"{first:,} connections, `sync --no-models` / bare replay",
-               _paired(at[first]["replay"], at[first]["no_models"]), ">= 0.85", lambda v: v >= 0.85),
-        Figure("whole_last", f"{last:,} connections, whole `sync` / bare replay",
-               _paired(at[last]["replay"], at[last]["whole"]), ">= 0.92", lambda v: v >= 0.92),
-        Figure("models_first", f"{first:,} connections, whole `sync` time / `--no-models` time",
-               _paired(at[first]["whole"], at[first]["no_models"]), "<= 1.25", lambda v: v <= 1.25),
-        Figure("evidence", f"evidence: `--no-models` time with it / without it - 1 ({first:,})",
-               [v - 1 for v in _paired(at[first]["no_models"], at[first]["no_evidence"])],
-               "<= +5 %", lambda v: v <= 0.05, percent=True),
-        Figure("memory", f"peak RSS of the whole `sync`, {high:,} / {low:,} connections",
-               _paired(at[high]["whole"], at[low]["whole"], "peak"), "<= 1.5x", lambda v: v <= 1.5),
-        Figure("whole_first", f"{first:,} connections, whole `sync` / bare replay",
-               _paired(at[first]["replay"], at[first]["whole"])),
-        Figure("nm_last", f"{last:,} connections, `sync --no-models` / bare replay",
-               _paired(at[last]["replay"], at[last]["no_models"])),
-        Figure("models_last", f"{last:,} connections, whole `sync` time / `--no-models` time",
-               _paired(at[last]["whole"], at[last]["no_models"])),
-    ]
+#: key, label ({first}, {last}, {low}, {high}: the sizes), numerator (size, contender),
+#: denominator (size, contender), the runs' figure compared, goal, its test, and whether
+#: the figure is a cost (the ratio - 1, shown as a percentage)
+SPECS: tuple[tuple[str, str, tuple[str, str], tuple[str, str], str, str,
+                   Callable[[float], bool] | None, bool], ...] = (
+    ("nm_first", "{first:,} connections, `sync --no-models` / bare replay",
+     ("first", "replay"), ("first", "no_models"), "wall", ">= 0.85", lambda v: v >= 0.85, False),
+    ("whole_last", "{last:,} connections, whole `sync` / bare replay",
+     ("last", "replay"), ("last", "whole"), "wall", ">= 0.92", lambda v: v >= 0.92, False),
+    ("models_first", "{first:,} connections, whole `sync` time / `--no-models` time",
+     ("first", "whole"), ("first", "no_models"), "wall", "<= 1.25", lambda v: v <= 1.25, False),
+    ("evidence", "evidence: `--no-models` time with it / without it - 1 ({first:,})",
+     ("first", "no_models"), ("first", "no_evidence"), "wall", "<= +5 %", lambda v: v <= 0.05, True),
+    ("memory", "peak RSS of the whole `sync`, {high:,} / {low:,} connections",
+     ("high", "whole"), ("low", "whole"), "peak", "<= 1.5x", lambda v: v <= 1.5, False),
+    ("whole_first", "{first:,} connections, whole `sync` / bare replay",
+     ("first", "replay"), ("first", "whole"), "wall", "", None, False),
+    ("nm_last", "{last:,} connections, `sync --no-models` / bare replay",
+     ("last", "replay"), ("last", "no_models"), "wall", "", None, False),
+    ("models_last", "{last:,} connections, whole `sync` time / `--no-models` time",
+     ("last", "whole"), ("last", "no_models"), "wall", "", None, False),
+)
+#: the suffix of a contender of the code before (``--before``); the replay has none
+BEFORE = "@before"
+
+
+def figures(raw: dict[str, Any], tree: str = "") -> list[Figure]:
+    """The paired ratios of a run, goals first, for this tree's syncs (`tree` ""), or
+    for those of the tree before (:data:`BEFORE`); a figure whose runs were not made
+    (``--contenders``) is left out."""
+    settings = raw["settings"]
+    sizes = {"first": settings["connections"][0], "last": settings["connections"][-1],
+             "low": settings["memory"][0], "high": settings["memory"][1]}
+    at = {int(size): by_name for size, by_name in raw["figures"].items()}
+
+    def runs(size: str, name: str) -> Runs | None:
+        return at.get(sizes[size], {}).get(name if name == "replay" else name + tree)
+
+    out = []
+    for key, label, top, bottom, what, goal, met, cost in SPECS:
+        a, b = runs(*top), runs(*bottom)
+        if a and b:
+            values = _paired(a, b, what)
+            out.append(Figure(key, label.format(**sizes), [v - 1 for v in values] if cost else values,
+                              goal, met, cost))
     return out
 
 
@@ -118,12 +138,20 @@ def render(raw: dict[str, Any]) -> str:
         f"repetition); figures are medians of the ratios paired within a repetition. Raw "
         f"figures: `benchmarks/.work/cli/cli.json`.",
         "",
-        "| figure | goal | median | each repetition | verdict |",
-        "|---|---|---:|---|---|",
     ]
+    before = {f.key: f for f in figures(raw, BEFORE)}
+    if before:
+        lines += [f"Beside this tree's syncs, in the same repetitions: those of the code before "
+                  f"({s['before']}), each run like this tree's, with that tree first on the path.", ""]
+    lines += ["| figure | goal | median | each repetition | verdict |"
+              + (" before: median | each |" if before else ""),
+              "|---|---|---:|---|---|" + ("---:|---|" if before else "")]
     for f in figures(raw):
+        then = before.get(f.key)
         lines.append(f"| {f.label} | {f.goal} | **{f.show(f.median)}** | "
-                     f"{' / '.join(f.show(v) for v in f.values)} | {f.verdict} |")
+                     f"{' / '.join(f.show(v) for v in f.values)} | {f.verdict} |"
+                     + (f" {then.show(then.median)} | {' / '.join(then.show(v) for v in then.values)} |"
+                        if then else ""))
     lines += ["", "| connections (requests) | contender | wall s | CPU s | peak RSS MB | "
               "start-up / fetch and loads / seal / models, checks, copy (dbt build) / exit s |",
               "|---|---|---:|---:|---:|---|"]
@@ -133,7 +161,8 @@ def render(raw: dict[str, Any]) -> str:
                 " / ".join(f"{_med(runs, key):.2f}" for key in PHASES[:4])
                 + f" ({_med(runs, 'models'):.2f}) / {_med(runs, 'exit'):.2f}")
             walls = " / ".join(f"{r['wall']:.2f}" for r in runs)
-            lines.append(f"| {int(size):,} ({runs[0]['expected']:,}) | {LABELS[name]} | "
+            label = LABELS[name.removesuffix(BEFORE)] + (", before" if name.endswith(BEFORE) else "")
+            lines.append(f"| {int(size):,} ({runs[0]['expected']:,}) | {label} | "
                          f"{_med(runs, 'wall'):.2f} ({walls}) | {_med(runs, 'cpu'):.2f} | "
                          f"{_med(runs, 'peak'):.0f} | {phases} |")
     lines += ["", "Phases (medians), by when the sync's lines appeared: the start-up to its first "
@@ -166,9 +195,11 @@ def history_line(raw: dict[str, Any]) -> str:
 
 
 def standard(raw: dict[str, Any]) -> bool:
-    """Whether the run's settings are the history's (and it has at least 3 repetitions)."""
+    """Whether the run's settings are the history's (every contender, at least 3
+    repetitions)."""
     s = raw["settings"]
-    return s["repeat"] >= 3 and all(s[k] == v for k, v in STANDARD.items())
+    return (s["repeat"] >= 3 and s.get("contenders") is None
+            and all(s[k] == v for k, v in STANDARD.items()))
 
 
 def record_history(out: Path, line: str, commit: str) -> None:

@@ -66,6 +66,21 @@ def test_each_size_runs_its_contenders_and_memory_sizes_reuse_the_whole_sync() -
     assert plan([400, 2000], [200, 2000]) == {
         200: ["whole"], 400: ["replay", "no_models", "whole", "no_evidence"],
         2000: ["replay", "no_models", "whole"]}
+    assert plan([400], [200, 400], ["replay", "no_models"], before=True) == {
+        400: ["replay", "no_models", "no_models@before"]}
+
+
+def test_the_code_before_has_its_own_figures_beside_this_trees() -> None:
+    run = raw()
+    run["settings"]["before"] = "`before-abc`"
+    run["figures"]["400"]["no_models@before"] = [_run(10.0)] * 3
+    (now,) = [f for f in figures(run) if f.key == "nm_first"]
+    (then,) = figures(run, "@before")  # only the figure whose runs were made
+    assert (now.median, then.key, then.median) == (0.75, "nm_first", 0.6)
+    text = render(run)
+    assert "the code before (`before-abc`)" in text
+    assert "| **0.75** | 0.80 / 0.75 / 0.75 | **missed** | 0.60 | 0.60 / 0.60 / 0.60 |" in text
+    assert "| `diligence sync --no-models`, before | 10.00 (10.00 / 10.00 / 10.00) |" in text
 
 
 def test_ratios_are_paired_within_a_repetition_and_judged_on_their_median() -> None:
