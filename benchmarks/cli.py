@@ -286,14 +286,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw["commit"] = _commit()
     text = render(raw)
     publish(raw, args.work_dir / "cli.json", args.out, PART, text)
+    if not standard(raw):
+        print(f"not for the part {HISTORY_PART}: not its settings (every contender, at least 3 "
+              "repetitions, the default sizes, latency and concurrency)")
+        return 0
     line = history_line(raw)
     print(line)
     if not args.record:
         return 0
-    if not standard(raw):
-        print(f"not recorded in the part {HISTORY_PART}: not its settings (at least 3 "
-              "repetitions, the default sizes, latency and concurrency)")
-    elif not raw["commit"]["clean"]:
+    if not raw["commit"]["clean"]:
         print(f"not recorded in the part {HISTORY_PART}: uncommitted changes under "
               f"{', '.join(CODE_PATHS)}")
     else:
