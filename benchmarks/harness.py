@@ -4,6 +4,9 @@
   waits (bounded) for its ready line, and terminates it on exit.
 * :func:`run_child` runs one job of :mod:`benchmarks.worker` in a child process,
   bounded in time, and reads the child's peak RSS from ``os.wait4``.
+* :func:`run_process` times any command from exec to exit (wall, CPU and peak RSS
+  from ``os.wait4``), bounded in time, and stamps each line of its output with the
+  second it arrived.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -209,6 +213,59 @@ def run_child(job: dict[str, Any], *, timeout: float, log_dir: Path,
     cpu = rusage.ru_utime + rusage.ru_stime if rusage is not None else float("nan")
     return ChildResult(result=result, peak_rss_mb=peak, wall_seconds=wall, cpu_seconds=cpu,
                        log=tail)
+
+
+@dataclass
+class ProcessRun:
+    """One command timed from exec to exit."""
+
+    exit_code: int  # -9 when it was killed after its timeout
+    wall_seconds: float
+    cpu_seconds: float  # user + system of the process and the children it waited for
+    peak_rss_mb: float  # ru_maxrss: the largest of the process and those children
+    #: each line of its output (stdout and stderr) with the second it arrived, from exec
+    lines: list[tuple[float, str]] = field(default_factory=list)
+    user_seconds: float = 0.0
+    system_seconds: float = 0.0
+
+
+def run_process(cmd: Sequence[str], *, cwd: Path, env: dict[str, str], log: Path,
+                timeout: float) -> ProcessRun:
+    """Run `cmd`; its wall time from just before the exec to its exit, read with a
+    blocking ``os.wait4`` (no polling delay in the figure), with its CPU and peak RSS.
+    Each line of its output is stamped with the second it arrived (a clock of what the
+    user sees) and appended to `log` as ``<seconds> <line>``. Killed after `timeout`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    lines: list[tuple[float, str]] = []
+    started = time.perf_counter()
+    proc = subprocess.Popen(list(cmd), cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+
+    def read(stream: Any) -> None:
+        with open(log, "a", encoding="utf-8") as out:
+            for raw in stream:
+                at = time.perf_counter() - started
+                line = raw.decode(errors="replace").rstrip("\n")
+                lines.append((at, line))
+                out.write(f"{at:9.3f} {line}\n")
+
+    reader = threading.Thread(target=read, args=(proc.stdout,), daemon=True)
+    reader.start()
+    killer = threading.Timer(timeout, proc.kill)
+    killer.start()
+    try:
+        _, status, rusage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        killer.cancel()
+        reader.join(timeout=10)
+        proc.stdout.close()
+    return ProcessRun(exit_code=proc.returncode, wall_seconds=wall,
+                      cpu_seconds=rusage.ru_utime + rusage.ru_stime,
+                      peak_rss_mb=rusage.ru_maxrss / 1024, lines=lines,
+                      user_seconds=rusage.ru_utime, system_seconds=rusage.ru_stime)
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int | None, Any]:

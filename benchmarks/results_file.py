@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["publish", "write_part"]
+__all__ = ["publish", "read_part", "write_part"]
 
 
 def write_part(out: Path, name: str, text: str, *, new_at_top: bool = False) -> None:
@@ -32,6 +32,15 @@ def write_part(out: Path, name: str, text: str, *, new_at_top: bool = False) -> 
         updated = current.rstrip("\n") + "\n\n" + block + "\n"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(updated, encoding="utf-8")
+
+
+def read_part(out: Path, name: str) -> str | None:
+    """The text of the part `name` of `out` (see :func:`write_part`), or None."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    current = out.read_text(encoding="utf-8") if out.exists() else ""
+    if start not in current or end not in current.split(start, 1)[1]:
+        return None
+    return current.split(start, 1)[1].split(end, 1)[0].strip("\n")
 
 
 def publish(results: Any, raw: Path, out: Path, name: str, text: str) -> None:

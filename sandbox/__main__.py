@@ -39,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (0 = any free port)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind")
     parser.add_argument("--scale", choices=list(SCALES), default="small", help="data size")
+    parser.add_argument("--connections", type=int, default=None, metavar="N",
+                        help="the scale's namespaces list N connections in all (default: the scale's)")
     parser.add_argument("--seed", type=int, default=7, help="data seed")
     parser.add_argument("--drift", action="store_true",
                         help="add unknown field types, extra properties and missing expiry dates")
@@ -74,10 +76,18 @@ def faults_from_args(args: argparse.Namespace) -> Faults:
     return faults
 
 
+def _connections(scale: str, connections: int | None) -> int | None:
+    """`connections` once checked against the scale (ValueError: too few)."""
+    if connections is not None:
+        SCALES[scale].with_connections(connections)
+    return connections
+
+
 def serve_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments for :func:`sandbox.server.serve` from parsed arguments."""
     return {
-        "port": args.port, "host": args.host, "scale": args.scale, "seed": args.seed,
+        "port": args.port, "host": args.host, "scale": args.scale,
+        "connections": _connections(args.scale, args.connections), "seed": args.seed,
         "drift": args.drift, "hostile": args.hostile, "today": args.today, "email": args.email,
         "password": args.password, "page_size": args.page_size,
         "url_ttl_seconds": args.url_ttl_seconds, "renew_expired": args.renew_expired,

@@ -41,6 +41,29 @@ class Scale:
     namespaces: int
     connections_per_namespace: int
     shared_pool: int
+    #: the namespaces listing one connection more than ``connections_per_namespace``
+    #: (the first ones), so that a total of connections need not divide evenly
+    one_more: int = 0
+
+    @property
+    def connections(self) -> int:
+        """Connections listed by all the namespaces together."""
+        return self.namespaces * self.connections_per_namespace + self.one_more
+
+    def listed_by(self, index: int) -> int:
+        """Connections listed by the namespace at `index` (0-based)."""
+        return self.connections_per_namespace + (1 if index < self.one_more else 0)
+
+    def with_connections(self, connections: int) -> Scale:
+        """The same namespaces listing `connections` in all, split as evenly as they
+        divide, with a shared pool in the same proportion to a namespace's connections
+        (each namespace keeps at least two of its own: a ghost, and one without rights)."""
+        if connections < 2 * self.namespaces:
+            raise ValueError(f"--connections must be at least {2 * self.namespaces} "
+                             f"(two per namespace) for {self.namespaces} namespaces")
+        each, one_more = divmod(connections, self.namespaces)
+        pool = min(round(each * self.shared_pool / self.connections_per_namespace), each - 2)
+        return Scale(self.namespaces, each, pool, one_more)
 
 
 SCALES: dict[str, Scale] = {
@@ -114,6 +137,8 @@ class World:
     def __init__(self, *, scale: str, seed: int, drift: bool, today: date,
                  companies: dict[str, dict[str, Any]], namespaces: list[Namespace]) -> None:
         self.scale = scale
+        #: the connections the namespaces list in all, when set apart from the scale
+        self.connections: int | None = None
         self.seed = seed
         self.drift = drift
         self.today = today
@@ -699,10 +724,12 @@ def _pick_types(r: Any, k: int) -> list[str]:
 
 
 def build_world(scale: str = "small", seed: int = 7, drift: bool = False,
-                today: date | None = None, hostile: bool = False) -> World:
+                today: date | None = None, hostile: bool = False,
+                connections: int | None = None) -> World:
     """Build the deterministic world for ``scale`` (``small``, ``medium``,
     ``large``) and ``seed``; ``today`` (default: the current UTC date) anchors
-    document dates.
+    document dates. ``connections`` sets how many connections the scale's namespaces
+    list in all (:meth:`Scale.with_connections`); the world is as deterministic.
 
     Per namespace: its connections are drawn from a shared pool (each pool
     company joins each namespace with probability 0.7) and topped up with
@@ -713,7 +740,7 @@ def build_world(scale: str = "small", seed: int = 7, drift: bool = False,
     """
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
-    spec = SCALES[scale]
+    spec = SCALES[scale] if connections is None else SCALES[scale].with_connections(connections)
     today = today or datetime.now(UTC).date()
     r = gen.rng_for(seed, "world", scale)
     companies: dict[str, dict[str, Any]] = {}
@@ -732,9 +759,9 @@ def build_world(scale: str = "small", seed: int = 7, drift: bool = False,
     # A shared company tends to share the same company types with everyone.
     shared_rights = {cid: _pick_types(gen.rng_for(seed, "shared-rights", cid), 2) for cid in shared}
     namespaces = []
-    for ns_id in ns_ids:
+    for index, ns_id in enumerate(ns_ids):
         members = [c for c in shared if r.random() < 0.7]
-        own = [new_company() for _ in range(spec.connections_per_namespace - len(members))]
+        own = [new_company() for _ in range(spec.listed_by(index) - len(members))]
         conns = []
         for cid in members + own:
             received = _pick_types(r, r.choices((1, 2, 3), weights=(35, 40, 25))[0])
@@ -758,6 +785,7 @@ def build_world(scale: str = "small", seed: int = 7, drift: bool = False,
         namespaces.append(ns)
     world = World(scale=scale, seed=seed, drift=drift, today=today,
                   companies=companies, namespaces=namespaces)
+    world.connections = connections
     if hostile:
         make_hostile(world)
     return world

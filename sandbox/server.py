@@ -76,7 +76,8 @@ def ready_line(base_url: str, world: World, email: str, password: str) -> str:
     """The one line printed when the sandbox is up; only the sandbox's own
     default password is ever printed."""
     shown = password if password == DEFAULT_PASSWORD else "(custom password)"
-    return (f"Sandbox ready at {base_url} (scale={world.scale}, seed={world.seed}"
+    sized = f", {world.connections} connections" if world.connections is not None else ""
+    return (f"Sandbox ready at {base_url} (scale={world.scale}{sized}, seed={world.seed}"
             f"{', drift' if world.drift else ''}{', hostile' if world.hostile else ''}) — login {email} / {shown}")
 
 
@@ -92,8 +93,10 @@ class SandboxServer:
                  password: str = DEFAULT_PASSWORD, page_size: int | None = None,
                  url_ttl_seconds: float = 60, *, host: str = "127.0.0.1",
                  today: date | None = None, renew_expired: bool = False,
-                 world: World | None = None, hostile: bool = False) -> None:
-        self.world = world if world is not None else build_world(scale, seed, drift, today, hostile)
+                 world: World | None = None, hostile: bool = False,
+                 connections: int | None = None) -> None:
+        self.world = world if world is not None else build_world(scale, seed, drift, today, hostile,
+                                                                 connections)
         self.faults = faults if faults is not None else Faults()
         self.email = email
         self.password = password
@@ -165,13 +168,14 @@ def serve(port: int = DEFAULT_PORT, host: str = "127.0.0.1", *, scale: str = "sm
           email: str = DEFAULT_EMAIL, password: str = DEFAULT_PASSWORD,
           page_size: int | None = None, url_ttl_seconds: float = 60,
           today: date | None = None, renew_expired: bool = False,
-          out: TextIO | None = None, hostile: bool = False) -> None:
+          out: TextIO | None = None, hostile: bool = False,
+          connections: int | None = None) -> None:
     """Serve the sandbox in the foreground until interrupted (Ctrl+C / SIGTERM).
 
     Prints :func:`ready_line` to ``out`` (default stdout) once connections are
     accepted; port 0 picks a free port and the line shows which.
     """
-    world = build_world(scale, seed, drift, today, hostile)
+    world = build_world(scale, seed, drift, today, hostile, connections)
     app = create_app(world, faults if faults is not None else Faults(), email=email,
                      password=password, url_ttl_seconds=url_ttl_seconds, page_size=page_size,
                      renew_expired=renew_expired)

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from sandbox import build_world
-from sandbox.__main__ import add_arguments, faults_from_args
+from sandbox.__main__ import add_arguments, faults_from_args, serve_kwargs
 
 if TYPE_CHECKING:
     from conftest import Api
@@ -53,6 +53,25 @@ def test_scales() -> None:
     assert len(listed) >= 5000 and len(set(listed)) >= 5000
     assert sum(len(large.readable_pairs(n)) for n in large.namespaces) >= 10_000
     assert len(set(listed)) < len(listed), "namespaces share connections"
+
+
+def test_connections_size_a_world_exactly_and_deterministically() -> None:
+    today = date(2026, 3, 1)
+    world = build_world("small", 7, today=today, connections=401)
+    assert world.truth() == build_world("small", 7, today=today, connections=401).truth()
+    assert [len(world.namespace(n).connections) for n in world.namespaces] == [201, 200]
+    assert world.truth()["totals"]["connections"] == 401
+    listed = [c.company_id for n in world.namespaces for c in world.namespace(n).connections]
+    assert len(set(listed)) < len(listed), "namespaces still share connections"
+    for n in world.namespaces:  # a ghost and a connection without rights, as at every scale
+        connections = world.namespace(n).connections
+        assert sum(c.ghost for c in connections) == 1
+        assert sum(not c.received for c in connections) >= 2
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(ValueError, match="at least 4"):
+        serve_kwargs(parser.parse_args(["--connections", "3"]))
+    assert serve_kwargs(parser.parse_args(["--connections", "4"]))["connections"] == 4
 
 
 def _lei_valid(lei: str) -> bool:
