@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from sandbox.server import SandboxServer
@@ -97,9 +98,21 @@ def test_a_gzip_bomb_in_the_bucket_stops_at_its_recorded_size(bucket: ObjectStor
                for p in problems), problems
 
 
-def test_head_behind_or_garbage_in_the_bucket_is_named(bucket: ObjectStore, synced: Path, prefix: str,
-                                                       tmp_path: Path) -> None:
+def test_head_garbage_in_the_bucket_is_named(bucket: ObjectStore, synced: Path, prefix: str,
+                                            tmp_path: Path) -> None:
     client = bucket.client()
     client.put_object(Bucket=bucket.bucket, Key=f"{prefix}/syncs/HEAD", Body=b"garbage\n")
     problems = _verify(bucket, synced, prefix, tmp_path)
     assert len(problems) == 1 and problems[0].endswith("syncs/HEAD is not a head (it holds 'garbage')"), problems
+
+
+def test_head_behind_in_the_bucket_is_named(bucket: ObjectStore, synced: Path, prefix: str, tmp_path: Path) -> None:
+    client = bucket.client()
+    first, last = sorted(k for k in bucket.keys(f"{prefix}/syncs/") if k.endswith(".manifest.gz"))
+    seals = [orjson.loads(gzip.decompress(client.get_object(Bucket=bucket.bucket, Key=key)["Body"].read()))["seal"]
+             for key in (first, last)]
+    first_id, last_id = (key.rsplit("/", 1)[1].removesuffix(".manifest.gz") for key in (first, last))
+    client.put_object(Bucket=bucket.bucket, Key=f"{prefix}/syncs/HEAD", Body=f"{seals[0]['hash']} {first_id}\n".encode())
+    problems = _verify(bucket, synced, prefix, tmp_path)
+    assert problems == [f"HEAD names sync {first_id} ({seals[0]['hash'][:12]}), which is not the last seal: "
+                        f"sync {last_id} ({seals[1]['hash'][:12]}) is sealed after it"]
