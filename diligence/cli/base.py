@@ -15,8 +15,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, TypeVar
 
+import click
 import typer
 from rich.markup import escape
+from typer.core import TyperGroup
 
 from ..config import DEMO_WAREHOUSE
 from ..errors import (
@@ -36,7 +38,22 @@ from .hints import hint_for
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: The order of ``diligence --help``: the trunk (read the service, build, look, hand out,
+#: prove), then the rest in the order they are registered.
+HELP_ORDER = ("sync", "models", "check", "status", "changes", "export", "report", "verify", "evidence",
+              "replay")
+
+
+class _TrunkFirst(TyperGroup):
+    """Lists the commands in :data:`HELP_ORDER`, then the others."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = super().list_commands(ctx)
+        return [*(n for n in HELP_ORDER if n in names), *(n for n in names if n not in HELP_ORDER)]
+
+
 app = typer.Typer(
+    cls=_TrunkFirst,
     name="diligence",
     help=(
         "Bring counterparties' companies, connections, questionnaires and documents into a "

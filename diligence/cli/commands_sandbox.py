@@ -17,7 +17,7 @@ import typer
 
 from ..config import DEMO_WAREHOUSE
 from ..errors import CommandError
-from .base import EXIT_USAGE, app, err, handle_errors, out
+from .base import EXIT_USAGE, app, err, handle_errors, out, out_option
 
 __all__ = ["demo", "sandbox"]
 
@@ -73,8 +73,8 @@ def sandbox(ctx: typer.Context) -> None:
 @handle_errors
 def demo(
     scale: Annotated[str, typer.Option(help="Sandbox data size: small, medium or large.")] = "small",
-    warehouse: Annotated[Path, typer.Option(help="Warehouse of the demo.")] = DEMO_WAREHOUSE,
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the reports.")] = Path("reports"),
+    warehouse: Annotated[Path, typer.Option("--warehouse", "-w", help="Warehouse of the demo.")] = DEMO_WAREHOUSE,
+    out_dir: Annotated[Path, out_option("Folder for the reports.")] = Path("reports"),
 ) -> None:
     """The whole job on the built-in sandbox: sandbox + sync + models + checks + export.
 

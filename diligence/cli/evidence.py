@@ -15,6 +15,7 @@ import typer
 from ..config import evidence_retain_days
 from ..errors import CommandError
 from ..safe_text import console_text
+from ..words import counted
 from .base import (
     EXIT_FAILED,
     EXIT_USAGE,
@@ -29,6 +30,7 @@ from .base import (
     err,
     handle_errors,
     out,
+    out_option,
 )
 
 __all__ = ["evidence_app"]
@@ -99,11 +101,13 @@ app.add_typer(evidence_app)
 @handle_errors
 def evidence_pack(
     ctx: typer.Context,
-    company: Annotated[str | None, typer.Option("--company", help="The counterparty's company ID.")] = None,
+    company: Annotated[str | None, typer.Option(
+        "--company", help="The counterparty's company ID. [required]", show_default=False)] = None,
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="As it stood at this time (default: now), e.g. 2026-06-30.")
     ] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder to write the pack into.")] = None,
+    out_dir: Annotated[Path | None, out_option("Folder to write the pack into: new, empty, or an earlier pack "
+                                               "of the same company (replaced whole). [required]")] = None,
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
     evidence: EvidenceOption = None,
@@ -124,7 +128,8 @@ def evidence_pack(
     _require_data(owner)
     result = write_pack(owner, company, out_dir, as_of=_parse_as_of(as_of))
     out.print(f"evidence pack of {console_text(company)} as of {result.as_of.isoformat()}: "
-              f"{result.records} records, {result.responses} responses, {result.syncs} syncs to head "
+              f"{counted(result.records, 'record')}, {counted(result.responses, 'response')}, "
+              f"{counted(result.syncs, 'sync')} to head "
               f"{result.head[:16]}; open {result.out / 'index.html'}", highlight=False)
 
 
@@ -153,7 +158,8 @@ def evidence_prune(
     if not result.syncs:
         out.print(f"nothing to prune: no sync began before {result.before.isoformat()}", highlight=False)
         return
-    out.print(f"pruned {result.syncs} syncs before {result.before.isoformat()}: {result.responses:,} responses, "
+    out.print(f"pruned {counted(result.syncs, 'sync')} before {result.before.isoformat()}: "
+              f"{counted(result.responses, 'response')}, "
               f"{result.bytes / 1e6:.1f} MB freed; the prune is sealed, head {result.head}", highlight=False)
 
 
@@ -181,11 +187,11 @@ def replay(
 
     owner = _warehouse(warehouse, None)
     result = run_replay(evidence, owner, until=until, models=not no_models, on_sync=lambda done: _say(
-        f"replayed sync {done.sync_id}: {done.namespaces} namespaces"
-        f"{f' ({done.failed} failed)' if done.failed else ''}, {done.responses:,} responses, "
+        f"replayed sync {done.sync_id}: {counted(done.namespaces, 'namespace')}"
+        f"{f' ({done.failed} failed)' if done.failed else ''}, {counted(done.responses, 'response')}, "
         f"{done.seconds:.1f}s"))
     failed = sum(s.failed for s in result.syncs)
-    out.print(f"replayed {len(result.syncs)} syncs into {owner.display()}"
+    out.print(f"replayed {counted(len(result.syncs), 'sync')} into {owner.display()}"
               f"{'; models built' if result.analytics is not None else ''}; its evidence head {result.head}",
               highlight=False)
     if failed:

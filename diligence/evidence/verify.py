@@ -44,6 +44,7 @@ from pipelines.evidence.store import MAX_BODY, StoredResponse
 
 from ..errors import EvidenceError
 from ..warehouse import Warehouse, table_names
+from ..words import counted
 from .accounting import recount
 from .bucket import pull_everything
 from .chain import Store, parse_time, read_store, sealed_after
@@ -110,19 +111,19 @@ class Verification:
 
     def line(self) -> str:
         """The one line of a verification that passed."""
-        extra = "".join(f"; {count:,} row{'' if count == 1 else 's'} {what}" for count, what in (
+        extra = "".join(f"; {counted(count, 'row')} {what}" for count, what in (
             (self.before_evidence, "older than the evidence (not checked)"),
             (self.pruned, "of pruned syncs (not checked)"),
             (self.awaiting_seal, "of a sync not sealed yet (not checked)")) if count)
         since = ""
         if self.since is not None and self.since.rows is None:
-            since = (f"; since the seal {self.since.seal[:12]} given by --since: {self.sampled:,} older rows "
+            since = (f"; since the seal {self.since.seal[:12]} given by --since: {counted(self.sampled, 'older row')} "
                      "sampled (--full checks all)")
         elif self.since is not None:
             since = (f"; since the seal {self.since.seal[:12]} verified {self.since.verified_at[:10]}: "
-                     f"{self.older:,} older row versions counted, {self.sampled:,} sampled (--full checks all)")
-        return (f"verified {self.syncs:,} syncs, {self.responses:,} responses, {self.rows:,} rows; "
-                f"head {self.head or 'none'}{extra}{since}")
+                     f"{counted(self.older, 'older row version')} counted, {self.sampled:,} sampled (--full checks all)")
+        return (f"verified {counted(self.syncs, 'sync')}, {counted(self.responses, 'response')}, "
+                f"{counted(self.rows, 'row')}; head {self.head or 'none'}{extra}{since}")
 
     def lines(self, limit: int = MAX_LINES) -> list[str]:
         """The problems, one line each, at most `limit`, then how many more."""

@@ -207,7 +207,7 @@ def test_pruned_syncs_are_reported_as_pruned_not_tampered(history: Path, tmp_pat
     code, errors, output = _verify(warehouse)
     assert (code, errors) == (0, [])
     # the sync kept, and the rows only the pruned one proved (the answer's first version)
-    assert re.match(r"^verified 1 syncs, [\d,]+ responses, [\d,]+ rows; head [0-9a-f]{64}; 1 row of "
+    assert re.match(r"^verified 1 sync, [\d,]+ responses, [\d,]+ rows; head [0-9a-f]{64}; 1 row of "
                     r"pruned syncs \(not checked\)$", output.strip()), output
     # the prune is a sealed manifest of the chain, after the syncs
     assert read_store(_store(warehouse)).ordered()[-1].header["kind"] == "prune"

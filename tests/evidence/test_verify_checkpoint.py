@@ -15,7 +15,7 @@ from sandbox.server import SandboxServer
 from tests.cli.helpers import CREDENTIALS, run
 from tests.evidence.hostile import a_response, read_sealed, sealed, sql, store_of
 
-SINCE = re.compile(r"^verified 1 syncs, [\d,]+ responses, [\d,]+ rows; head [0-9a-f]{64}; since the seal "
+SINCE = re.compile(r"^verified 1 sync, [\d,]+ responses, [\d,]+ rows; head [0-9a-f]{64}; since the seal "
                    r"[0-9a-f]{12} verified \d{4}-\d\d-\d\d: [\d,]+ older row versions counted, [\d,]+ sampled "
                    r"\(--full checks all\)$")
 
@@ -104,7 +104,7 @@ def test_since_starts_from_a_seal_verified_before(warehouse: Path, server: Sandb
     second = read_sealed(sealed(warehouse)[1])["seal"]["hash"]
     code, errors, output = _verify(warehouse, "--since", second[:10])
     assert (code, errors) == (0, [])
-    assert output.startswith("verified 1 syncs, ") and f"since the seal {second[:12]} given by --since: " in output
+    assert output.startswith("verified 1 sync, ") and f"since the seal {second[:12]} given by --since: " in output
     code, errors, _output = _verify(warehouse, "--since", "deadbeef00")
     assert code == 2 and errors == ["error: --since deadbeef00: no seal or sync of the chain is named so (give a "
                                     "seal's hash, 8 hex digits or more, or a sync id)"]
