@@ -52,7 +52,7 @@ from pipelines.company_connections.config import LIMITS
 from pipelines.company_connections.schema import upgrade_raw
 
 from .config import check_source_settings
-from .errors import SyncError, raised_on_purpose
+from .errors import SettingsError, SyncError, raised_on_purpose
 from .evidence.accounting import count_commit
 from .evidence.bucket import kept_in_step
 from .evidence.keeping import evidence_log, file_modes
@@ -153,7 +153,7 @@ def _describe(exc: BaseException) -> str:
     )
     if missing is not None:
         keys = ", ".join(missing.fields)
-        env = ", ".join(f"SOURCES__COMPANY_CONNECTIONS__{k.upper()}" for k in missing.fields)
+        env = ", ".join(_env(k) for k in missing.fields)
         return (
             f"missing setting {keys} of source company_connections: set it in "
             f".dlt/config.toml / .dlt/secrets.toml or as {env}"
@@ -169,15 +169,28 @@ def source_settings(**overrides: Any) -> SourceSettings:
     the defaults. The typed object then travels down: sync, downloads, check.
 
     Raises :class:`~diligence.errors.SettingsError` (one line naming the key and its
-    variable) when a configured value is of the wrong type or out of range, and
-    :class:`SyncError` (one line, not transient) when a setting is missing or not one of
-    the source's.
+    variable, exit code 2) when a configured value is of the wrong type or out of range,
+    or a setting is missing (the URL, the credentials), and :class:`SyncError` (one
+    line, not transient) when a setting is not one of the source's.
     """
     check_source_settings(LIMITS, overrides)
     try:
-        return resolve_settings(**overrides)
+        settings = resolve_settings(**overrides)
+    except ConfigFieldMissingException as exc:
+        raise SettingsError(_describe(exc)) from None
     except Exception as exc:  # noqa: BLE001 - turned into one clear line
         raise SyncError(_describe(exc), transient=False) from None
+    if not settings.password and not settings.access_token:
+        raise SettingsError(f"no credentials: set email and password ({_env('email')} and {_env('password')}), or "
+                            f"access_token ({_env('access_token')}), in .dlt/secrets.toml or the environment")
+    if settings.password and not settings.email:
+        raise SettingsError(f"a password needs an email: set email ({_env('email')})")
+    return settings
+
+
+def _env(key: str) -> str:
+    """The variable of the source's setting `key`."""
+    return f"SOURCES__COMPANY_CONNECTIONS__{key.upper()}"
 
 
 def _outcome(
