@@ -34,6 +34,11 @@
   top-level key K from now on (an object that has K already keeps its own value);
   ``{"endpoint": E, "key": K, "remove": true}`` stops it. Answers the extra keys per
   endpoint, ``{E: {K: V}}``; ``GET /_sandbox/keys`` reads them.
+- ``POST /_sandbox/change`` (:func:`sandbox.changes.apply_changes`, what ``diligence
+  sandbox change`` sends): ``{"answers": N, "documents": N, "connections": N,
+  "template_field": true?, "key": "K"?}`` revises N answers, renews or shortens N
+  documents' expiry, ends N connections, adds a question to a template, makes the
+  company endpoint send the key K; answers ``{"changed": [one line per change]}``.
 - ``POST /_sandbox/revoke-namespace``: ``{company_id}``; the user loses that company.
 - ``POST /_sandbox/invalidate-tokens``: revoke every token issued so far.
 - ``GET /_sandbox/stats``: request counters; ``POST /_sandbox/stats/reset`` zeroes them.
@@ -47,6 +52,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import orjson
+
+from sandbox.changes import Changes, apply_changes
 
 if TYPE_CHECKING:
     from sandbox.app import Receive, Result, SandboxApp, Scope
@@ -128,6 +135,8 @@ def _require(body: dict[str, Any], *names: str) -> list[Any]:
 
 def _post(app: SandboxApp, name: str, body: dict[str, Any]) -> Result:
     world = app.world
+    if name == "change":
+        return _ok({"changed": apply_changes(world, Changes.of(body))})
     if name == "faults":
         changes = dict(body)
         if changes.pop("reset", False):

@@ -147,6 +147,8 @@ class World:
         self._namespaces = {ns.company_id: ns for ns in namespaces}
         self._revoked: set[str] = set()
         self.generation = 0
+        #: how many times :func:`sandbox.changes.apply_changes` changed this world
+        self.changes_made = 0
         self._lock = threading.RLock()
         self.templates = {
             tid: gen.build_template(seed, tid, label, drift) for tid, label in vocab.COMPANY_TYPES

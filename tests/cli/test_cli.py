@@ -89,8 +89,15 @@ def test_sync_unreachable_service(tmp_path: Path) -> None:
 
 def test_sync_missing_settings_say_which(tmp_path: Path) -> None:
     result = run(["sync", "--warehouse", "w.duckdb"], tmp_path)
-    assert result.returncode == 1
+    assert result.returncode == 2  # a setting that is not set: the command cannot run as given
     assert "base_url" in result.stderr and "SOURCES__COMPANY_CONNECTIONS__BASE_URL" in result.stderr
+    result = run(["sync", "--warehouse", "w.duckdb", "--base-url", "http://127.0.0.1:9"], tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "error: no credentials: set email and password (SOURCES__COMPANY_CONNECTIONS__EMAIL and "
+        "SOURCES__COMPANY_CONNECTIONS__PASSWORD), or access_token (SOURCES__COMPANY_CONNECTIONS__ACCESS_TOKEN), in "
+        ".dlt/secrets.toml or the environment")
+    assert not (tmp_path / "w.duckdb").exists()
 
 
 def test_sync_namespace_not_allowed(server: SandboxServer, tmp_path: Path) -> None:
