@@ -113,3 +113,13 @@ def test_a_removed_model_leaves_analytics_with_the_next_build(
                   "where table_schema = 'analytics'")
     assert "analytics.extra" not in result.row_counts
     assert {row["table_name"] for row in tables} == {name.split(".")[1] for name in result.row_counts}
+
+
+def test_every_configuration_path_of_the_project_has_models() -> None:
+    """dbt warns about a configuration path with no model ("unused configuration paths")
+    on every command: each folder the project configures holds a model."""
+    import yaml
+
+    project = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text(encoding="utf-8"))
+    folders = [name for name in project["models"]["diligence"] if not name.startswith("+")]
+    assert folders and all(list((PROJECT_DIR / "models" / name).rglob("*.sql")) for name in folders), folders
