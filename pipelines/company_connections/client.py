@@ -67,7 +67,6 @@ import contextlib
 import math
 import pathlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Self, TypeVar
@@ -192,7 +191,6 @@ class ServiceClient:
         self._budget = budget
         #: where the responses go, and answers an interrupted sync left (None: not kept)
         self.evidence = evidence
-        self._keeper: ThreadPoolExecutor | None = None  # keeps them while open (see `_call`)
         self._timeout = request_timeout
         self._max_response_bytes, self._max_download_bytes = max_response_bytes, max_download_bytes
         self._transport = transport
@@ -244,8 +242,6 @@ class ServiceClient:
         if not self._gc_tuned:  # see :mod:`.heap`
             gc_tuning.enter()
             self._gc_tuned = True
-        if self.evidence is not None:
-            self._keeper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evidence-keeper")
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
@@ -253,8 +249,6 @@ class ServiceClient:
         if self._gc_tuned:
             gc_tuning.exit()
             self._gc_tuned = False
-        if self._keeper is not None:  # what it was handed is kept before the client closes
-            self._keeper.shutdown(wait=True)
         if self._budget is not None:
             await self._budget.aclose()
         if self._http is not None:
@@ -442,11 +436,8 @@ class ServiceClient:
                 result = parse(response)
                 if evidence is not None:
                     body = keep(response.content) if keep is not None else response.content
-                    # kept in the keeper thread, in arrival order, while the loop reads on: it
-                    # waits on the disk (a file per response); a namespace completes all kept
-                    sha = await asyncio.get_running_loop().run_in_executor(
-                        self._keeper, evidence.record, method, where, namespace,
-                        response.status_code, body, response.headers.get("link"))
+                    sha = evidence.record(method, where, namespace, response.status_code, body,
+                                          response.headers.get("link"))
                     set_answer(Answer((sha,)))
                 return result
             except Refused as exc:
