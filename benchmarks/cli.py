@@ -21,9 +21,16 @@ drifting load weighs on each alike; every ratio is taken within a repetition and
 figure is the median of those ratios. The sizes of ``--memory`` take the peak RSS of the
 whole sync (a size not measured otherwise runs the whole sync alone).
 
-Writes the part ``cli`` of ``benchmarks/RESULTS.md`` (the latest run) and adds this
-commit's line to the part ``cli-history`` (one line per commit; a run on uncommitted
-changes to the code is not recorded there). Raw figures: ``benchmarks/.work/cli/cli.json``.
+With ``--before DIR`` (e.g. ``git archive <commit> | tar -x -C DIR``) each sync of the
+code in DIR runs too, in the same repetitions, with DIR first on the path: a change's
+before and after from one run. ``--contenders`` keeps a subset.
+
+Writes the part ``cli`` of ``benchmarks/RESULTS.md`` (the goals of the latest run, every
+paired ratio) and of ``docs/benchmarks-history.md`` (every contender's times and phases),
+and adds this commit's line to the part ``cli-history`` of RESULTS.md (one line per
+commit; a run on uncommitted changes to the code, or not of the standard settings, is not
+recorded there). Raw figures: ``benchmarks/.work/cli/cli.json``; ``--render`` writes the
+parts again from them.
 """
 
 from __future__ import annotations
@@ -55,9 +62,10 @@ from .harness import (
     run_process,
     sandbox,
 )
-from .results_file import publish
+from .results_file import publish, write_part
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+DETAILS = ROOT / "docs" / "benchmarks-history.md"
 DILIGENCE = str(Path(sys.executable).with_name("diligence"))
 #: what a change to these paths changes the figures of (a dirty tree is not recorded)
 CODE_PATHS = ("diligence", "pipelines", "sandbox", "sql", "pyproject.toml", "uv.lock")
@@ -256,7 +264,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="also time the syncs of the code in DIR (e.g. `git archive <commit> | "
                              "tar -x -C DIR`), with DIR first on the path, in the same repetitions")
     parser.add_argument("--no-warm-up", dest="warm_up", action="store_false")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="Markdown file to write")
+    parser.add_argument("--out", type=Path, default=RESULTS,
+                        help="Markdown file of the goals and the history (default benchmarks/RESULTS.md)")
+    parser.add_argument("--details", type=Path, default=None,
+                        help="Markdown file of every contender's figures (default: "
+                             "docs/benchmarks-history.md for the default --out, else <out>-details.md)")
+    parser.add_argument("--render", type=Path, default=None, metavar="RAW_JSON",
+                        help="measure nothing: write the parts again from an earlier run's cli.json")
     parser.add_argument("--work-dir", type=Path, default=WORK_DIR / "cli",
                         help="warehouses, logs and the raw figures (cli.json)")
     parser.add_argument("--no-record", dest="record", action="store_false",
@@ -266,6 +280,37 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.details is None:
+        args.details = (DETAILS if args.out == RESULTS else args.out.with_name(f"{args.out.stem}-details.md"))
+    if args.render is not None:  # the figures of an earlier run, written again
+        raw = json.loads(args.render.read_text())
+    else:
+        raw = run(args)
+    headline, details = render(raw, args.out, args.details)
+    write_part(args.details, PART, details)
+    if args.render is None:
+        publish(raw, args.work_dir / "cli.json", args.out, PART, headline)
+    else:
+        write_part(args.out, PART, headline)
+    print(f"wrote {args.out} and {args.details}")
+    if not standard(raw):
+        print(f"not for the part {HISTORY_PART}: not its settings (every contender, at least 3 "
+              "repetitions, the default sizes, latency and concurrency)")
+        return 0
+    line = history_line(raw)
+    print(line)
+    if not args.record:
+        return 0
+    if not raw["commit"]["clean"]:
+        print(f"not recorded in the part {HISTORY_PART}: uncommitted changes under "
+              f"{', '.join(CODE_PATHS)}")
+    else:
+        record_history(args.out, line, raw["commit"]["hash"])
+    return 0
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Warm up, measure, and describe the run: its raw figures."""
     args.work_dir = args.work_dir.resolve()  # each sync runs in a folder of its own
     args.work_dir.mkdir(parents=True, exist_ok=True)
     if args.before is not None:
@@ -284,22 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw["machine"] = {"cpu": m.cpu, "cores": m.cores, "date": m.date}
     raw["minutes"] = (time.perf_counter() - started) / 60
     raw["commit"] = _commit()
-    text = render(raw)
-    publish(raw, args.work_dir / "cli.json", args.out, PART, text)
-    if not standard(raw):
-        print(f"not for the part {HISTORY_PART}: not its settings (every contender, at least 3 "
-              "repetitions, the default sizes, latency and concurrency)")
-        return 0
-    line = history_line(raw)
-    print(line)
-    if not args.record:
-        return 0
-    if not raw["commit"]["clean"]:
-        print(f"not recorded in the part {HISTORY_PART}: uncommitted changes under "
-              f"{', '.join(CODE_PATHS)}")
-    else:
-        record_history(args.out, line, raw["commit"]["hash"])
-    return 0
+    return raw
 
 
 def _label(tree: Path) -> str:

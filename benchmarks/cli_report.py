@@ -12,6 +12,7 @@ figure is the median of those ratios:
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +27,8 @@ HISTORY_PART = "cli-history"
 STANDARD = {"connections": [400, 2000], "memory": [200, 2000], "latency_ms": 40.0,
             "concurrency": 16}
 
-__all__ = ["HISTORY_PART", "PART", "figures", "history_line", "record_history", "render"]
+__all__ = ["DETAILS_HEADING", "HISTORY_PART", "PART", "figures", "history_line", "record_history",
+           "render", "standard"]
 
 Runs = list[dict[str, Any]]
 
@@ -120,23 +122,30 @@ LABELS = {"replay": "bare replay (login to the last body)",
           "no_evidence": "`diligence sync --no-models`, evidence off"}
 
 
-def render(raw: dict[str, Any]) -> str:
-    """The part ``cli`` of RESULTS.md: the goals, then every contender's medians."""
+#: the heading of the run's part of the details file (the results file links to it)
+DETAILS_HEADING = "Every contender of the whole diligence sync"
+
+
+def render(raw: dict[str, Any], out: Path, details: Path) -> tuple[str, str]:
+    """The run's two parts: for `out` (RESULTS.md) the goals and every paired ratio, for
+    `details` every contender's medians and where its wall time went."""
     s, m, commit = raw["settings"], raw["machine"], raw["commit"]
     replay = ("16 threads sharing one `httpx.Client`" if s["replay"] == "threads"
               else "one `httpx.AsyncClient`").replace("16", str(s["concurrency"]))
     load = "; ".join(f"{when} {value}" for when, value in raw["load"].items())
+    link = Path(os.path.relpath(details, out.parent)).as_posix()
+    anchor = DETAILS_HEADING.lower().replace(" ", "-")
+    where = (f"{m['date']}, commit {commit['hash']}{'' if commit['clean'] else ' with uncommitted changes'}, "
+             f"{m['cpu']} ({m['cores']} cores), load average {load}; {raw['minutes']:.0f} min.")
     lines = [
         "## The whole `diligence sync` beside a bare replay (`python -m benchmarks.cli`)",
         "",
-        f"{m['date']}, commit {commit['hash']}{'' if commit['clean'] else ' with uncommitted changes'}, "
-        f"{m['cpu']} ({m['cores']} cores), load average {load}; {raw['minutes']:.0f} min. "
-        f"Sandbox `{s['scale']}` with `--connections N` and {s['latency_ms']:g} ms per answer (its own "
-        f"process), {s['concurrency']} requests in flight; the replay: {replay}, every URL known "
-        f"up front. Each `diligence sync` is a process timed from exec to exit into a new "
-        f"warehouse. {s['repeat']} repetitions, the contenders in turn (reversed every other "
-        f"repetition); figures are medians of the ratios paired within a repetition. Raw "
-        f"figures: `benchmarks/.work/cli/cli.json`.",
+        f"{where} Sandbox `{s['scale']}` with `--connections N` and {s['latency_ms']:g} ms per answer "
+        f"(its own process), {s['concurrency']} requests in flight; the replay: {replay}, every URL "
+        f"known up front, timed from its login to its last body. Each `diligence sync` is a process "
+        f"timed from exec to exit into a new warehouse. {s['repeat']} repetitions, the contenders in "
+        f"turn (reversed every other repetition); figures are medians of the ratios paired within "
+        f"a repetition. Every contender's times and phases: [{DETAILS_HEADING.lower()}]({link}#{anchor}).",
         "",
     ]
     before = {f.key: f for f in figures(raw, BEFORE)}
@@ -152,9 +161,13 @@ def render(raw: dict[str, Any]) -> str:
                      f"{' / '.join(f.show(v) for v in f.values)} | {f.verdict} |"
                      + (f" {then.show(then.median)} | {' / '.join(then.show(v) for v in then.values)} |"
                         if then else ""))
-    lines += ["", "| connections (requests) | contender | wall s | CPU s | peak RSS MB | "
-              "start-up / fetch and loads / seal / models, checks, copy (dbt build) / exit s |",
-              "|---|---|---:|---:|---:|---|"]
+    back = Path(os.path.relpath(out, details.parent)).as_posix()
+    table = [f"## {DETAILS_HEADING}", "",
+             f"The contenders of the run whose goals top [{out.name}]({back}): {where} Raw figures: "
+             "`benchmarks/.work/cli/cli.json`.", "",
+             "| connections (requests) | contender | wall s | CPU s | peak RSS MB | "
+             "start-up / fetch and loads / seal / models, checks, copy (dbt build) / exit s |",
+             "|---|---|---:|---:|---:|---|"]
     for size, by_name in raw["figures"].items():
         for name, runs in by_name.items():
             phases = "" if name == "replay" else (
@@ -162,16 +175,16 @@ def render(raw: dict[str, Any]) -> str:
                 + f" ({_med(runs, 'models'):.2f}) / {_med(runs, 'exit'):.2f}")
             walls = " / ".join(f"{r['wall']:.2f}" for r in runs)
             label = LABELS[name.removesuffix(BEFORE)] + (", before" if name.endswith(BEFORE) else "")
-            lines.append(f"| {int(size):,} ({runs[0]['expected']:,}) | {label} | "
+            table.append(f"| {int(size):,} ({runs[0]['expected']:,}) | {label} | "
                          f"{_med(runs, 'wall'):.2f} ({walls}) | {_med(runs, 'cpu'):.2f} | "
                          f"{_med(runs, 'peak'):.0f} | {phases} |")
-    lines += ["", "Phases (medians), by when the sync's lines appeared: the start-up to its first "
+    table += ["", "Phases (medians), by when the sync's lines appeared: the start-up to its first "
               "progress line (user-info answered, the first requests planned), the fetch and "
               "the loads to the last `namespace ... loaded`, the seal to `synced N/N`, the "
               "models, checks and analysts' copy to `models built` (in brackets the dbt build "
               "as the JSON summary times it), the exit after the last line. The replay's CPU "
               "is its fetch's; its peak RSS is its whole process's."]
-    return "\n".join(lines)
+    return "\n".join(lines), "\n".join(table)
 
 
 HISTORY_KEYS = ("nm_first", "whole_first", "nm_last", "whole_last", "models_first", "evidence", "memory")

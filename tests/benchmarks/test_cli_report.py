@@ -17,6 +17,9 @@ from benchmarks.cli_report import (
 )
 from benchmarks.results_file import read_part
 
+OUT = Path("/repo/benchmarks/RESULTS.md")
+DETAILS = Path("/repo/docs/benchmarks-history.md")
+
 
 def _run(wall: float, peak: float = 300.0) -> dict[str, Any]:
     return {"wall": wall, "cpu": wall / 2, "peak": peak, "expected": 2343, "served": 2344,
@@ -77,10 +80,10 @@ def test_the_code_before_has_its_own_figures_beside_this_trees() -> None:
     (now,) = [f for f in figures(run) if f.key == "nm_first"]
     (then,) = figures(run, "@before")  # only the figure whose runs were made
     assert (now.median, then.key, then.median) == (0.75, "nm_first", 0.6)
-    text = render(run)
+    text, details = render(run, OUT, DETAILS)
     assert "the code before (`before-abc`)" in text
     assert "| **0.75** | 0.80 / 0.75 / 0.75 | **missed** | 0.60 | 0.60 / 0.60 / 0.60 |" in text
-    assert "| `diligence sync --no-models`, before | 10.00 (10.00 / 10.00 / 10.00) |" in text
+    assert "| `diligence sync --no-models`, before | 10.00 (10.00 / 10.00 / 10.00) |" in details
 
 
 def test_ratios_are_paired_within_a_repetition_and_judged_on_their_median() -> None:
@@ -91,9 +94,13 @@ def test_ratios_are_paired_within_a_repetition_and_judged_on_their_median() -> N
     assert by_key["models_first"].median == 9.0 / 8.0 and by_key["models_first"].verdict == "met"
     assert abs(by_key["evidence"].median - (8.0 / 7.8 - 1)) < 1e-12
     assert by_key["memory"].median == 1.25 and by_key["memory"].verdict == "met"
-    text = render(raw())
+    text, details = render(raw(), OUT, DETAILS)
     assert "| 400 connections, `sync --no-models` / bare replay | >= 0.85 | **0.75** | 0.80 / 0.75 / 0.75 |" in text
-    assert "| 2,000 (2,343) | `diligence sync` | 33.00 (33.00 / 33.00 / 33.00) | 16.50 | 500 | 1.00 / 30.50 / 0.50 / 0.00 (0.00) / 1.00 |" in text
+    assert ("[every contender of the whole diligence sync](../docs/benchmarks-history.md#"
+            "every-contender-of-the-whole-diligence-sync)") in text
+    assert details.startswith("## Every contender of the whole diligence sync\n")
+    assert "[RESULTS.md](../benchmarks/RESULTS.md)" in details
+    assert "| 2,000 (2,343) | `diligence sync` | 33.00 (33.00 / 33.00 / 33.00) | 16.50 | 500 | 1.00 / 30.50 / 0.50 / 0.00 (0.00) / 1.00 |" in details
 
 
 def test_the_history_keeps_one_line_per_commit(tmp_path: Path) -> None:

@@ -34,6 +34,8 @@ def test_a_tiny_run_times_every_contender(tmp_path: Path) -> None:
     for label in ("`sync --no-models` / bare replay", "whole `sync` time / `--no-models` time",
                   "evidence:", "peak RSS of the whole `sync`, 20 / 10 connections"):
         assert label in text, label
+    details = (tmp_path / "RESULTS-details.md").read_text()  # every contender's times
+    assert "| 20 (147) | `diligence sync --no-models`, evidence off |" in details
     raw = json.loads((tmp_path / "work" / "cli.json").read_text())
     assert set(raw["figures"]) == {"10", "20"}
     runs = raw["figures"]["20"]
