@@ -215,6 +215,7 @@ class NamespaceStream:
         evidence = self._fetch.evidence
         if evidence is not None:
             evidence.writer.close()
+            evidence.store.close()
             if self._ended and self._committed == self._yielded and self.head is None:
                 for interrupted in self._continued:  # first the syncs it went on from
                     if interrupted.exists():  # (another sync may have sealed it meanwhile)

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import re
-import secrets
 import stat
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -50,11 +50,13 @@ __all__ = [
     "make_folder",
     "make_folders",
     "open_file",
+    "open_folder",
     "read_file",
     "remove_file",
     "shown",
     "store_parts",
     "write_file",
+    "write_in",
 ]
 
 #: a response's, an entries table's or a manifest's hash: 64 lower-case hex digits
@@ -293,47 +295,71 @@ def make_folder(root: Path, parts: Sequence[str], mode: int) -> None:
         pass
 
 
+def open_folder(root: Path, parts: Sequence[str], *, mode: int) -> int:
+    """The folder `root`/`parts` opened (created as in :func:`make_folder`, reached
+    without links): a descriptor the caller closes, for writing many files into it
+    with :func:`write_in`."""
+    with _folder(root, parts, create=mode) as folder:
+        return os.dup(folder)
+
+
+_temporaries = itertools.count()
+
+
+def write_in(folder: int, name: str, data: bytes | Iterable[bytes], *, mode: int, replace: bool = True,
+             sync: bool = False, limit: int | None = None, shown: str | None = None) -> bool:
+    """Write `data` (bytes, or pieces of them) to `name` in the open `folder`: into a
+    new temporary file beside it (never through a link), then renamed into place in
+    one step. `replace` False keeps a file already there (returns False then); `sync`
+    makes it durable (the file and the rename) before it returns; past `limit` bytes
+    nothing is written (:class:`EvidenceFileError`, naming the file as `shown`)."""
+    _checked([name])
+    if not replace:
+        with contextlib.suppress(FileNotFoundError):
+            os.stat(name, dir_fd=folder, follow_symlinks=False)
+            return False
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:  # a name of this process's own: one a killed process of the same pid left is skipped
+        temporary = f".{name}.{os.getpid()}-{next(_temporaries)}.tmp"
+        try:
+            fd = os.open(temporary, flags, mode, dir_fd=folder)
+            break
+        except FileExistsError:
+            continue
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb", closefd=False) as handle:
+            written = 0
+            for piece in [data] if isinstance(data, bytes | bytearray) else data:
+                written += len(piece)
+                if limit is not None and written > limit:
+                    raise EvidenceFileError(f"{shown or name} would hold more than {limit:,} bytes: not written")
+                handle.write(piece)
+            handle.flush()
+            if sync:
+                os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=folder)
+        raise
+    if sync:
+        os.fsync(folder)
+    return True
+
+
 def write_file(root: Path, parts: Sequence[str], data: bytes | Iterable[bytes], *, mode: int, folder_mode: int,
                replace: bool = True, sync: bool = False, limit: int | None = None) -> bool:
-    """Write `data` (bytes, or pieces of them) to `root`/`parts`, creating the missing
-    folders inside `root`: into a new temporary file beside its place (never through a
-    link), then renamed into it in one step. `replace` False keeps a file already there
-    (returns False then); `sync` makes it durable (the file and the rename) before it
-    returns; past `limit` bytes nothing is written (:class:`EvidenceFileError`)."""
+    """Write `data` to `root`/`parts` (see :func:`write_in`), creating the missing
+    folders inside `root`."""
     *folders, name = _checked(parts)
     with _folder(root, folders, create=folder_mode) as folder:
-        if not replace:
-            with contextlib.suppress(FileNotFoundError):
-                os.stat(name, dir_fd=folder, follow_symlinks=False)
-                return False
-        temporary = f".{name}.{secrets.token_hex(4)}.tmp"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
-                     dir_fd=folder)
-        try:
-            os.fchmod(fd, mode)
-            with os.fdopen(fd, "wb", closefd=False) as handle:
-                written = 0
-                for piece in [data] if isinstance(data, bytes | bytearray) else data:
-                    written += len(piece)
-                    if limit is not None and written > limit:
-                        raise EvidenceFileError(f"{'/'.join(parts)} would hold more than {limit:,} bytes: "
-                                                "not written")
-                    handle.write(piece)
-                handle.flush()
-                if sync:
-                    os.fsync(fd)
-            os.close(fd)
-            fd = -1
-            os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
-        except BaseException:
-            if fd >= 0:
-                os.close(fd)
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, dir_fd=folder)
-            raise
-        if sync:
-            os.fsync(folder)
-    return True
+        return write_in(folder, name, data, mode=mode, replace=replace, sync=sync, limit=limit,
+                        shown="/".join(parts))
 
 
 def remove_file(root: Path, parts: Sequence[str]) -> bool:

@@ -381,9 +381,13 @@ def seal(path: Path, how: str = "complete", modes: FileModes | None = None,
         outcomes = manifest.outcome_records()
         content = content_digest(manifest.header, outcomes, how, breaks)
         digest = manifest_hash(previous, content, merkle)
-        table = ResponseStore(folder.parent, ENTRIES, modes).put(orjson.dumps(
-            [[e.method, e.path, e.namespace, e.status, e.sha256, e.size, e.kept_from, e.note] for e in entries]),
-            sync=True)
+        tables = ResponseStore(folder.parent, ENTRIES, modes)
+        try:
+            table = tables.put(orjson.dumps(
+                [[e.method, e.path, e.namespace, e.status, e.sha256, e.size, e.kept_from, e.note] for e in entries]),
+                sync=True)
+        finally:
+            tables.close()
         sealed_at = datetime.now(timezone.utc).isoformat()
         document = {
             "header": manifest.header,

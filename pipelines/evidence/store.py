@@ -24,6 +24,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +36,9 @@ from .confined import (
     is_sha256,
     listing,
     make_folders,
+    open_folder,
     shown,
-    write_file,
+    write_in,
 )
 
 __all__ = ["MAX_BODY", "MAX_TABLE", "FileModes", "ResponseStore", "StoredResponse", "body_sha256",
@@ -102,6 +104,10 @@ class ResponseStore:
         self.root = Path(root)
         self.folder = folder
         self.modes = modes or FileModes()
+        #: the folders written into, kept open (each file then costs a few system calls,
+        #: each a moment the fetch thread lets others run); see :meth:`close`
+        self._open: dict[str, int] = {}
+        self._opening = threading.Lock()
 
     @property
     def responses(self) -> Path:
@@ -123,10 +129,25 @@ class ResponseStore:
         """Keep `body` (once: a body already kept is not written again); its sha256.
         `sync`: durable before it returns."""
         sha = body_sha256(body)
-        if not os.path.lexists(self.path(sha)):
-            write_file(self.root, self.parts(sha), gzip.compress(body, compresslevel=LEVEL, mtime=0),
-                       mode=self.modes.file, folder_mode=self.modes.folder, replace=False, sync=sync)
+        folder, fan, name = self.parts(sha)
+        with self._opening:
+            handle = self._open.get(fan)
+            if handle is None:
+                handle = self._open[fan] = open_folder(self.root, (folder, fan), mode=self.modes.folder)
+        try:
+            os.stat(name, dir_fd=handle, follow_symlinks=False)
+        except FileNotFoundError:
+            # not there a moment ago: the same bytes under the same name, if another wrote it meanwhile
+            write_in(handle, name, gzip.compress(body, compresslevel=LEVEL, mtime=0), mode=self.modes.file,
+                     sync=sync)
         return sha
+
+    def close(self) -> None:
+        """Close the folders :meth:`put` kept open (it opens them again if called)."""
+        with self._opening:
+            for handle in self._open.values():
+                os.close(handle)
+            self._open.clear()
 
     def has(self, sha256: str) -> bool:
         return os.path.isfile(self.path(sha256)) and not os.path.islink(self.path(sha256))
