@@ -57,6 +57,7 @@ __all__ = [
     "store_parts",
     "write_file",
     "write_in",
+    "write_new",
 ]
 
 #: a response's, an entries table's or a manifest's hash: 64 lower-case hex digits
@@ -347,6 +348,34 @@ def write_in(folder: int, name: str, data: bytes | Iterable[bytes], *, mode: int
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=folder)
         raise
+    if sync:
+        os.fsync(folder)
+    return True
+
+
+def write_new(folder: int, name: str, data: bytes, *, mode: int, sync: bool = False) -> bool:
+    """Write `data` as the new file `name` in the open `folder`, appearing whole or not
+    at all; False when a file of that name is there already (it is kept). An unnamed
+    file (``O_TMPFILE``) linked into place: one new name in the folder, not a temporary
+    one and a rename (where the system cannot, :func:`write_in`)."""
+    _checked([name])
+    try:
+        fd = os.open(".", os.O_WRONLY | os.O_TMPFILE | os.O_CLOEXEC, mode, dir_fd=folder)
+    except OSError:  # no O_TMPFILE on this system or file system
+        return write_in(folder, name, data, mode=mode, replace=False, sync=sync)
+    try:
+        os.fchmod(fd, mode)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if sync:
+            os.fsync(fd)
+        try:
+            os.link(f"/proc/self/fd/{fd}", name, dst_dir_fd=folder)
+        except FileExistsError:
+            return False
+    finally:
+        os.close(fd)
     if sync:
         os.fsync(folder)
     return True

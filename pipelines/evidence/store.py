@@ -38,7 +38,7 @@ from .confined import (
     make_folders,
     open_folder,
     shown,
-    write_in,
+    write_new,
 )
 
 __all__ = ["MAX_BODY", "MAX_TABLE", "FileModes", "ResponseStore", "StoredResponse", "body_sha256",
@@ -137,9 +137,8 @@ class ResponseStore:
         try:
             os.stat(name, dir_fd=handle, follow_symlinks=False)
         except FileNotFoundError:
-            # not there a moment ago: the same bytes under the same name, if another wrote it meanwhile
-            write_in(handle, name, gzip.compress(body, compresslevel=LEVEL, mtime=0), mode=self.modes.file,
-                     sync=sync)
+            write_new(handle, name, gzip.compress(body, compresslevel=LEVEL, mtime=0), mode=self.modes.file,
+                      sync=sync)
         return sha
 
     def close(self) -> None:
