@@ -19,10 +19,11 @@ step here. The bucket's objects mirror the folder's files::
   longer writes (no heartbeat for :attr:`EvidenceBucket.stale_seconds`) with the
   responses they refer to: a namespace killed on one machine resumes on another.
   A manifest another worker is still writing is left alone.
-- :meth:`EvidenceBucket.push` (every ``[evidence] heartbeat_seconds`` while a sync
-  runs, and when it ends) sends the responses a manifest of this machine refers to
-  *before* the manifest's new records, so the bucket never holds a record whose bytes
-  it lacks.
+- :meth:`EvidenceBucket.push` (every second while a sync runs, and when it ends) sends
+  the responses a manifest of this machine refers to *before* the manifest's new
+  records, so the bucket never holds a record whose bytes it lacks; a sync killed loses
+  about a second of its fetch. Its writer's heartbeat (a new piece, or the ``live``
+  marker when there is none) comes at least every ``[evidence] heartbeat_seconds``.
 - :meth:`EvidenceBucket.chain_lock` is held while a manifest is sealed: the bucket's
   lock (an object created only if absent, S3's conditional write), then the sealed
   manifests this machine lacks (the seal finds the last one among them); the sealed
@@ -101,6 +102,9 @@ MISSED_HEARTBEATS = 6
 #: a chain lock older than this was left by a worker that died while sealing
 LOCK_STALE_SECONDS = 120.0
 LOCK_WAIT_SECONDS = 600.0
+#: seconds between two pushes of what a sync appended to its manifest (a worker that
+#: dies loses about this much of its fetch; the heartbeat says it is alive meanwhile)
+PUSH_SECONDS = 1.0
 _TRANSFERS = 16
 #: the largest object copied in (a response's gzip, an entries table, a manifest or a
 #: piece of one): the store's own bound on what it reads
@@ -146,6 +150,8 @@ class EvidenceBucket:
         self._writers: dict[str, Any] = {}
         #: responses known to be in the bucket
         self._present: set[str] = set()
+        #: sync id -> when this process last showed the bucket its writer is alive
+        self._alive: dict[str, float] = {}
         #: keys of the bucket the store's layout does not allow, seen by the last pull
         self.strays: list[str] = []
         self._push_lock = threading.Lock()
@@ -370,16 +376,20 @@ class EvidenceBucket:
                 return
             self._writers[sync_id] = manifest.header.get("pid")
             entries, intact = manifest.entries, manifest.intact
-        if intact > sent:
+        now = time.monotonic()
+        if intact > sent:  # a new piece: also a sign of life (its time is the manifest's)
             self._send_all(_response_files(entries))
             with open_file(self.local, (SYNCS, path.name)) as file:
                 file.seek(sent)
                 piece = file.read(intact - sent)
             self._put(f"{SYNCS}/{sync_id}{SUFFIX}{PARTS}{sent:016d}", piece)
             self._pushed[sync_id] = intact
+            self._alive[sync_id] = now
         pid = self._writers[sync_id]
-        if isinstance(pid, int) and (pid == os.getpid() or process_alive(pid)):
+        if now - self._alive.get(sync_id, 0.0) >= self.heartbeat and isinstance(pid, int) and (
+                pid == os.getpid() or process_alive(pid)):
             self._put(f"{SYNCS}/{sync_id}{SUFFIX}{PARTS}{LIVE}", b"")
+            self._alive[sync_id] = now
 
     # -- sealing ---------------------------------------------------------------------
     @contextlib.contextmanager
@@ -535,7 +545,7 @@ def kept_in_step(owner: Warehouse, *, modes: FileModes | None = None) -> Iterato
     stop = threading.Event()
 
     def beat() -> None:
-        while not stop.wait(bucket.heartbeat):
+        while not stop.wait(min(bucket.heartbeat, PUSH_SECONDS)):
             try:
                 bucket.push()
             except Exception as exc:  # noqa: BLE001 - the next beat tries again
