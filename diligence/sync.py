@@ -73,6 +73,7 @@ class NamespaceOutcome:
     namespace_company_id: str
     status: str  # "success" | "failed"
     requests: int
+    #: rows received: the rows its responses gave (each row of each raw table it loads)
     rows: int
     issues: int
     duration_seconds: float
@@ -89,6 +90,9 @@ class NamespaceOutcome:
     requests_kept: int = 0
     #: when that interrupted sync began reading the namespace
     kept_since: datetime | None = None
+    #: row versions written: the new versions its commit inserted into raw (a row
+    #: received that did not change is no new version)
+    versions_written: int = 0
 
 
 @dataclass
@@ -125,7 +129,13 @@ class SyncResult:
 
     @property
     def rows(self) -> int:
+        """Rows received (see :attr:`NamespaceOutcome.rows`)."""
         return sum(n.rows for n in self.namespaces)
+
+    @property
+    def versions_written(self) -> int:
+        """Row versions written (see :attr:`NamespaceOutcome.versions_written`)."""
+        return sum(n.versions_written for n in self.namespaces)
 
     @property
     def seconds(self) -> float:
@@ -250,8 +260,8 @@ def _commit(owner: Warehouse, stream: NamespaceStream, result: NamespaceResult,
             source: Callable[[], Any], synced_at: datetime) -> Any:
     """Load one namespace's result (its snapshot, or a failure's run log) whole or not at
     all (:meth:`Warehouse.load`), then tell the stream it is committed (it records the
-    outcome in its manifest, with the row versions the commit wrote when evidence is
-    kept, and deletes the staged files)."""
+    outcome in its manifest, with the row versions the commit inserted and retired, and
+    deletes the staged files). Returns dlt's load info and the row versions written."""
     try:
         info = owner.load(source, result.namespace_company_id if owner.is_lake else None, prepare=upgrade_raw)
     except Exception as exc:  # noqa: BLE001
@@ -260,12 +270,12 @@ def _commit(owner: Warehouse, stream: NamespaceStream, result: NamespaceResult,
             f"loading namespace {result.namespace_company_id} into {owner.display()} failed: "
             f"{_describe(exc)}", path=owner.pipelines_root,
         ) from exc
-    rows = None
-    if isinstance(result, NamespaceSnapshot) and owner.evidence_root is not None:
+    rows: dict[str, list[int]] = {}
+    if isinstance(result, NamespaceSnapshot):
         with owner.session(memory_limit=LOAD_MEMORY_LIMIT, threads=None) as con:
             rows = count_commit(con, result.namespace_company_id, synced_at)
-    stream.committed(result, rows)
-    return info
+    stream.committed(result, rows if isinstance(result, NamespaceSnapshot) else None)
+    return info, sum(inserted for table, (inserted, _retired) in rows.items() if table != "user_roles")
 
 
 @dataclass(frozen=True)
@@ -358,10 +368,12 @@ def run_sync(
                     for result in stream:
                         fetched = time.perf_counter()
                         began = time.perf_counter()
-                        load_info.append(_commit(owner, stream, result, functools.partial(
-                            company_connections, result, sync_id, synced_at, resources), synced_at))
+                        info, written = _commit(owner, stream, result, functools.partial(
+                            company_connections, result, sync_id, synced_at, resources), synced_at)
+                        load_info.append(info)
                         outcome = _outcome(result, datetime.now(timezone.utc),
                                            time.perf_counter() - began, resources)
+                        outcome.versions_written = written
                         outcomes.append(outcome)
                         if outcome.status == "success":
                             log.info("namespace %s loaded: %d rows", outcome.namespace_company_id,

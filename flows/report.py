@@ -17,6 +17,7 @@ from diligence.analytics.checks import CheckResult
 from diligence.report.export import ExportedFile
 from diligence.safe_text import markdown_text, terminal_text
 from diligence.sync import NamespaceOutcome
+from diligence.words import counted
 
 #: The table artifact lists at most this many documents, most urgent first.
 MAX_DOCUMENT_ROWS = 500
@@ -50,10 +51,6 @@ def _code(text: object) -> str:
     return terminal_text(text).replace("`", "'").replace("|", "\\|")
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def summary_markdown(
     outcomes: Sequence[NamespaceOutcome],
     *,
@@ -73,18 +70,19 @@ def summary_markdown(
         "# company-connections sync",
         "",
         (
-            f"{len(loaded)} of {_plural(len(outcomes), 'namespace')} loaded, "
-            f"{_plural(sum(o.requests for o in outcomes), 'request')}, "
-            f"{_plural(sum(o.rows for o in outcomes), 'row')}, "
-            f"{_plural(sum(o.issues for o in outcomes), 'sync issue')}."
+            f"{len(loaded)} of {counted(len(outcomes), 'namespace')} loaded, "
+            f"{counted(sum(o.requests for o in outcomes), 'request')}, "
+            f"{counted(sum(o.rows for o in outcomes), 'row')} received, "
+            f"{counted(sum(o.versions_written for o in outcomes), 'row version')} written, "
+            f"{counted(sum(o.issues for o in outcomes), 'sync issue')}."
         ),
         "",
-        "| namespace | status | requests | rows | sync issues | duration |",
-        "|---|---|---:|---:|---:|---:|",
+        "| namespace | status | requests | rows received | row versions written | sync issues | duration |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     lines += [
         f"| `{_code(o.namespace_company_id)}` | {'loaded' if o.status == 'success' else '**failed**'}"
-        f" | {o.requests} | {o.rows} | {o.issues} | {o.duration_seconds:.1f} s |"
+        f" | {o.requests} | {o.rows} | {o.versions_written} | {o.issues} | {o.duration_seconds:.1f} s |"
         for o in outcomes
     ]
     if failed:
@@ -102,10 +100,10 @@ def summary_markdown(
     failing = [c for c in checks if c.failing_rows]
     lines += ["", "## data checks", ""]
     if failing:
-        lines.append(f"{len(failing)} of {_plural(len(checks), 'check')} failed:")
-        lines += ["", *(f"- `{c.name}`: {_plural(c.failing_rows, 'row')}" for c in failing)]
+        lines.append(f"{len(failing)} of {counted(len(checks), 'check')} failed:")
+        lines += ["", *(f"- `{c.name}`: {counted(c.failing_rows, 'row')}" for c in failing)]
     else:
-        lines.append(f"all {_plural(len(checks), 'check')} passed")
+        lines.append(f"all {counted(len(checks), 'check')} passed")
     lines += [
         "",
         f"Analysts' copy: `{published}`"
@@ -117,7 +115,7 @@ def summary_markdown(
     folders = sorted({str(f.path.parent) for f in exported})
     if folders:
         lines.append("in " + ", ".join(f"`{folder}/`" for folder in folders) + ":")
-        lines += ["", *(f"- `{f.path.name}` ({_plural(f.rows, 'row')})" for f in exported)]
+        lines += ["", *(f"- `{f.path.name}` ({counted(f.rows, 'row')})" for f in exported)]
     else:
         lines.append("none written")
     if report is not None:
@@ -125,8 +123,8 @@ def summary_markdown(
         lines += ["", f"HTML report (opens without network): [{report.name}]({uri}) `{report}`"]
     if evidence is not None and evidence.get("head"):
         lines += ["", "## evidence", "",
-                  f"head `{evidence['head']}` ({_plural(evidence['syncs'], 'sealed sync')}, "
-                  f"{_plural(evidence['responses'], 'response')} in `{_code(evidence['path'])}`); "
+                  f"head `{evidence['head']}` ({counted(evidence['syncs'], 'sealed sync')}, "
+                  f"{counted(evidence['responses'], 'response')} in `{_code(evidence['path'])}`); "
                   "`diligence verify --head <this head>` proves the chain was not rewritten since"]
     return "\n".join(lines) + "\n"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..safe_text import console_text
+from ..words import counted
 from .base import _quiet, err, out
 
 __all__ = ["final_line", "print_analytics", "print_downloads", "print_sync", "print_waited"]
@@ -21,7 +22,7 @@ def final_line(result: Any) -> str:
     """The one line `diligence --quiet sync` prints for a :class:`~diligence.steps.PipelineResult`."""
     sync = result.sync
     line = (
-        f"synced {len(sync.namespaces) - len(sync.failed)}/{len(sync.namespaces)} namespaces "
+        f"synced {len(sync.namespaces) - len(sync.failed)}/{counted(len(sync.namespaces), 'namespace')} "
         f"into {sync.warehouse} in {sync.seconds:.1f}s"
     )
     if result.analytics is not None:
@@ -46,15 +47,17 @@ def print_sync(result: Any) -> None:
         if outcome.requests_kept:
             since = f" from {outcome.kept_since.astimezone():%H:%M}" if outcome.kept_since else ""
             resumed = (f"; resumed: {outcome.requests_kept:,} of "
-                       f"{outcome.requests_kept + outcome.requests:,} requests kept{since}")
+                       f"{counted(outcome.requests_kept + outcome.requests, 'request')} kept{since}")
+        written = f", {counted(outcome.versions_written, 'row version')} written" if outcome.status == "success" else ""
         out.print(
-            f"{mark:6} {console_text(outcome.namespace_company_id)}: {outcome.requests} requests, "
-            f"{outcome.rows} rows, {outcome.issues} sync issues, {outcome.duration_seconds:.1f}s{resumed}",
+            f"{mark:6} {console_text(outcome.namespace_company_id)}: {counted(outcome.requests, 'request')}, "
+            f"{counted(outcome.rows, 'row')} received{written}, {counted(outcome.issues, 'sync issue')}, "
+            f"{outcome.duration_seconds:.1f}s{resumed}",
             highlight=False,
         )
     selected = f" (only {', '.join(result.resources)})" if getattr(result, "resources", None) else ""
     out.print(
-        f"synced {len(result.namespaces) - len(result.failed)}/{len(result.namespaces)} namespaces"
+        f"synced {len(result.namespaces) - len(result.failed)}/{counted(len(result.namespaces), 'namespace')}"
         f"{selected} into {result.warehouse} in {result.seconds:.1f}s",
         highlight=False,
     )

@@ -50,12 +50,14 @@ from ..resume import resumable_namespaces
 from ..safe_text import console_text
 from ..warehouse import Warehouse, table_names
 from ..warehouse.lock import creating, lock_holder
+from ..words import counted
 
 __all__ = ["RAW_COUNTS", "collect_status", "evidence_status", "render_status", "resumable_status",
            "source_freshness_status"]
 
 #: raw tables counted: key in `row_counts` -> query
 RAW_COUNTS = {
+    "raw.user_roles": "select count(*) from raw.user_roles",
     "raw.companies": "select count(*) from raw.companies",
     "raw.companies.current": "select count(*) from raw.companies where _dlt_valid_to is null",
     "raw.connections": "select count(*) from raw.connections",
@@ -265,14 +267,15 @@ def render_status(warehouse: Path | str, console: Console, status: dict[str, Any
         console.print(table)
     evidence = status.get("evidence")
     if evidence and evidence["head"]:
-        console.print(f"evidence: {evidence['syncs']:,} sealed syncs, {evidence['responses']:,} responses, "
+        console.print(f"evidence: {counted(evidence['syncs'], 'sealed sync')}, "
+                      f"{counted(evidence['responses'], 'response')}, "
                       f"{evidence['bytes'] / 1e6:.1f} MB in {console_text(evidence['path'])}; head {evidence['head']}",
                       highlight=False)
     if status["state"] != "ready":
         return status
 
     syncs = Table(title="Last syncs")
-    for column in ("sync", "started", "namespaces ok", "failed", "requests", "rows", "issues"):
+    for column in ("sync", "started", "namespaces ok", "failed", "requests", "rows received", "sync issues"):
         syncs.add_column(column)
     for sync in status["syncs"]:
         syncs.add_row(*("" if v is None else str(v) for v in sync.values()))
@@ -296,9 +299,9 @@ def render_status(warehouse: Path | str, console: Console, status: dict[str, Any
             table.add_row(source["table"], source["status"], source["max_loaded_at"] or "", _age(source["age_seconds"]))
         console.print(table)
 
-    counts = Table(title="Rows")
+    counts = Table(title="Row versions (raw: every version; .current: those in force; analytics: rows)")
     counts.add_column("table")
-    counts.add_column("rows", justify="right")
+    counts.add_column("row versions", justify="right")
     for table, rows in status["row_counts"].items():
         counts.add_row(table, str(rows))
     console.print(counts)

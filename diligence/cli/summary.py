@@ -9,17 +9,21 @@ and the rows each raw table received. The shape (stable keys, documented in docs
      "status": "success" | "failed" | "nothing_loaded", "resources": null | [...],
      "overall": {"namespaces", "namespaces_failed", "requests", "attempts", "retries",
                  "throttled_429", "transport_errors", "logins", "relogins", "rows",
-                 "issues", "duration_seconds", "extract_seconds", "load_seconds",
-                 "requests_kept"},
+                 "row_versions_written", "issues", "duration_seconds", "extract_seconds",
+                 "load_seconds", "requests_kept"},
      "rows_per_table": {"documents": 120, ...},                   # over namespaces
      "namespaces": [{"namespace_company_id", "status", "requests", "attempts",
-                     "retries", "throttled_429", "rows", "rows_per_table", "issues",
-                     "duration_seconds", "load_seconds", "error", "requests_kept"}],
+                     "retries", "throttled_429", "rows", "rows_per_table",
+                     "row_versions_written", "issues", "duration_seconds", "load_seconds",
+                     "error", "requests_kept"}],
      "not_read_again": {"<namespace>": "<why>"},   # committed by an interrupted sync
      "evidence": null | {"head", "break"},         # the chain's head once sealed
      "models": null | {"seconds", "row_counts", "failed_checks", "published"}}
 
-``requests`` are the logical requests a namespace sent; ``attempts`` what was sent
+``rows`` are the rows received (each row of a raw table the responses gave: the same
+number the progress line counts); ``row_versions_written`` the new versions the commits
+wrote into ``raw`` (an unchanged row received writes none). ``requests`` are the logical
+requests a namespace sent; ``attempts`` what was sent
 for it (retries included); ``requests_kept`` those answered from the evidence of an
 interrupted sync that this one resumed (see :mod:`diligence.resume`). ``evidence.head``
 is the evidence chain's head once this sync's manifest is sealed (``break``: why the
@@ -73,6 +77,7 @@ def run_summary(result: PipelineResult) -> dict[str, Any]:
                 "throttled_429": counts.get("throttled", 0),
                 "rows": o.rows,
                 "rows_per_table": dict(o.rows_per_table),
+                "row_versions_written": o.versions_written,
                 "issues": o.issues,
                 "duration_seconds": round(o.duration_seconds, 3),
                 "load_seconds": round(o.load_seconds, 3),
@@ -112,6 +117,7 @@ def run_summary(result: PipelineResult) -> dict[str, Any]:
             "logins": int(stats.get("logins", 0)),
             "relogins": int(stats.get("relogins", 0)),
             "rows": sync.rows,
+            "row_versions_written": sync.versions_written,
             "issues": sum(o.issues for o in sync.namespaces),
             "duration_seconds": round(sync.seconds, 3),
             "extract_seconds": round(sync.timings.get("extract", 0.0), 3),

@@ -179,9 +179,12 @@ class _NamespaceReader:
         responses = [answer.for_item(i) if answer is not None else None for i in range(len(items))]
         self.keys.see_items(endpoint, items, responses)
 
-    def _rows_added(self, rows: int) -> None:
-        if self.progress is not None and rows:
-            self.progress.done(self.ns, 0, rows)
+    def _stage(self, table: str, row: dict[str, Any]) -> None:
+        """Stage one row the responses gave (a row received): the one place rows are
+        counted, for the progress line and the snapshot alike."""
+        self.stage.append(table, row)
+        if self.progress is not None:
+            self.progress.done(self.ns, 0, 1)
 
     async def _authoritative(
         self,
@@ -271,7 +274,7 @@ class _NamespaceReader:
 
     async def _read(self) -> NamespaceSnapshot:
         ns, snap = self.ns, self.snapshot
-        self.stage.append("user_roles", role_row(ns, self.role) | {
+        self._stage("user_roles", role_row(ns, self.role) | {
             "synced_at": snap.synced_at, "response_sha256": self.roles_response})
         own_types = list(dict.fromkeys(self.role.internal.company_type_ids))
         self._plan(2 + 2 * len(own_types))
@@ -296,7 +299,7 @@ class _NamespaceReader:
                 await window.acquire()
                 self._spawn(self._read_admitted(entry, window))
         for row in self.keys.rows(ns):
-            self.stage.append("service_keys", row | {"synced_at": snap.synced_at})
+            self._stage("service_keys", row | {"synced_at": snap.synced_at})
         snap.tables = self.stage.close()
         snap.finished_at = _now()
         return snap
@@ -312,8 +315,7 @@ class _NamespaceReader:
             return
         self.keys.see(ENDPOINT_COMPANY, company, _response())
         row = company_row(self.ns, company_id, company, is_namespace_company=is_namespace_company)
-        self.stage.append("companies", row | {"synced_at": self.synced_at, "response_sha256": _response()})
-        self._rows_added(1)
+        self._stage("companies", row | {"synced_at": self.synced_at, "response_sha256": _response()})
 
     async def _read_admitted(self, entry: ConnectionEntry, window: asyncio.Semaphore) -> None:
         try:
@@ -340,8 +342,7 @@ class _NamespaceReader:
         if detail is not None:
             self.keys.see(ENDPOINT_CONNECTION, detail, response)
         row = connection_row(self.ns, entry, detail)
-        self.stage.append("connections", row | {"synced_at": self.synced_at, "response_sha256": response})
-        self._rows_added(1)
+        self._stage("connections", row | {"synced_at": self.synced_at, "response_sha256": response})
         received = detail.reading_rights.received.company_type_ids if detail else []
         received_types = list(dict.fromkeys(received))
         self._plan(2 * len(received_types))
@@ -369,8 +370,7 @@ class _NamespaceReader:
             return
         self.keys.see(ENDPOINT_QUESTIONNAIRE, questionnaire.raw_body, _response())
         row = questionnaire_row(self.ns, company_id, company_type_id, questionnaire)
-        self.stage.append("questionnaires", row | {"synced_at": self.synced_at, "response_sha256": _response()})
-        self._rows_added(1)
+        self._stage("questionnaires", row | {"synced_at": self.synced_at, "response_sha256": _response()})
 
     async def _read_documents(self, company_id: str, company_type_id: str) -> None:
         documents = await self._authoritative(
@@ -383,13 +383,10 @@ class _NamespaceReader:
             return
         answer = last_answer()
         self._see_items(ENDPOINT_DOCUMENTS, [document.raw for document in documents])
-        added = 0
         for index, row in document_rows(self.ns, company_id, company_type_id, documents):
-            self.stage.append("documents", row | {
+            self._stage("documents", row | {
                 "synced_at": self.synced_at,
                 "response_sha256": answer.for_item(index) if answer is not None else None})
-            added += 1
-        self._rows_added(added)
 
     async def _read_template(self, company_type_id: str) -> None:
         template = await self._authoritative(
@@ -401,9 +398,8 @@ class _NamespaceReader:
         if template is None:
             return
         self.keys.see(ENDPOINT_TEMPLATE, template.raw_body, _response())
-        self.stage.append("questionnaire_templates", template_row(self.ns, company_type_id, template) | {
+        self._stage("questionnaire_templates", template_row(self.ns, company_type_id, template) | {
             "synced_at": self.synced_at, "response_sha256": _response()})
-        self._rows_added(1)
 
 
 def _unique_entries(entries: Sequence[ConnectionEntry]) -> list[ConnectionEntry]:

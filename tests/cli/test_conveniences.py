@@ -134,7 +134,7 @@ def test_check_fails_in_one_line(server: SandboxServer, tmp_path: Path) -> None:
                       {**CREDENTIALS, "SOURCES__COMPANY_CONNECTIONS__MAX_ATTEMPTS": "1"})
     assert unreachable.returncode == 1 and len(error_lines(unreachable.stderr)) == 1
     missing = run(["check"], tmp_path, CREDENTIALS)
-    assert missing.returncode == 1 and "SOURCES__COMPANY_CONNECTIONS__BASE_URL" in missing.stderr
+    assert missing.returncode == 2 and "SOURCES__COMPANY_CONNECTIONS__BASE_URL" in missing.stderr
     assert list(tmp_path.iterdir()) == []
 
 

@@ -109,7 +109,7 @@ def test_sync_summary_lines_escape_upstream_namespaces(monkeypatch) -> None:  # 
     console, buffer = _console()
     monkeypatch.setattr(output, "out", console)
     outcome = SimpleNamespace(namespace_company_id=HOSTILE, status="success", requests=1, rows=2,
-                              issues=0, duration_seconds=0.1, requests_kept=0, kept_since=None)
+                              issues=0, duration_seconds=0.1, requests_kept=0, kept_since=None, versions_written=2)
     output.print_sync(SimpleNamespace(namespaces=[outcome], failed=[], resources=None,
                                       warehouse="w.duckdb", seconds=0.2))
     shown = buffer.getvalue()
