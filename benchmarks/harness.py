@@ -211,6 +211,31 @@ def run_child(job: dict[str, Any], *, timeout: float, log_dir: Path,
                        log=tail)
 
 
+@dataclass
+class ProcessRun:
+    """One command's exit code, wall time, peak RSS and the tail of its output."""
+
+    code: int | None
+    wall_seconds: float
+    peak_rss_mb: float
+    tail: str
+
+
+def run_process(cmd: Sequence[str], *, cwd: Path, env: dict[str, str], log_path: Path,
+                timeout: float) -> ProcessRun:
+    """Run `cmd` (its output appended to `log_path`), bounded by `timeout` seconds; its
+    peak RSS (``ru_maxrss``) comes from ``os.wait4``. The code is None when it timed out."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        started = time.perf_counter()
+        proc = subprocess.Popen(list(cmd), cwd=cwd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        status, rusage = _wait(proc, timeout)
+        wall = time.perf_counter() - started
+    code = os.waitstatus_to_exitcode(status) if status is not None else None
+    peak = rusage.ru_maxrss / 1024 if rusage is not None else float("nan")  # KiB on Linux
+    return ProcessRun(code=code, wall_seconds=wall, peak_rss_mb=peak, tail=_tail(log_path))
+
+
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int | None, Any]:
     """Reap `proc` with wait4 (for its rusage); kill it after `timeout` seconds."""
     deadline = time.monotonic() + timeout
