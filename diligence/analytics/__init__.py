@@ -41,6 +41,7 @@ def rebuild_analytics(
     expiring_within_days: int = 30,
     as_of: datetime | None = None,
     wait_seconds: float = 0.0,
+    full_refresh: bool = False,
 ) -> AnalyticsResult:
     """Build the models and run the checks (dbt's data tests) on them in one ``dbt
     build``, swap them into `analytics`, and publish the copy.
@@ -48,18 +49,20 @@ def rebuild_analytics(
     The published copy of a file warehouse (see :mod:`diligence.analytics.publish`) is only
     replaced when every check passed, so analysts never see a build that failed its
     checks. A lake has none: analysts attach it read-only and read `analytics`, which
-    the swap replaces in one transaction.
+    the swap replaces in one transaction. `full_refresh` builds the history marts anew
+    from all of `raw` instead of extending them (:mod:`.incremental`).
     """
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     with owner.writing(wait_seconds=wait_seconds):
         # dbt opens the warehouse itself: a file is not held open meanwhile
-        models = _build_within_memory(owner, expiring_within_days=expiring_within_days, as_of=as_of)
+        models = _build_within_memory(owner, expiring_within_days=expiring_within_days, as_of=as_of,
+                                      full_refresh=full_refresh)
         checks = models.checks
         published = None
         # a lake is read in place by analysts (read-only ATTACH): no copy
         if owner.path is not None and all(c.passed for c in checks):
             with owner.session(memory_limit=None) as con:
-                published = publish_analytics(owner.path, con)
+                published = publish_analytics(owner.path, con, models.history)
     return AnalyticsResult(models=models, checks=checks, published=published)
 
 

@@ -206,20 +206,25 @@ def append_sync(path: Path, churn: float = 0.02) -> datetime:
     current questionnaires get a new version with one revised answer. Returns the new
     sync's synced_at."""
     with duckdb.connect(str(path)) as con:
-        last = con.execute("select max(synced_at) from raw.sync_runs").fetchone()[0]  # type: ignore[index]
-        run_at = last + timedelta(days=1)
-        con.execute(
-            """
-            insert into raw.sync_runs
-                (sync_id, namespace_company_id, started_at, finished_at, status, requests,
-                 rows_loaded, issues, synced_at)
-            select distinct 's' || epoch(?::timestamptz), namespace_company_id, ?::timestamptz,
-                ?::timestamptz, 'success', 0, 0, 0, ?::timestamptz
-            from raw.sync_runs
-            """,
-            [run_at] * 4,
-        )
-        _add_churn(con, [run_at], churn)
+        return append_sync_to(con, churn)
+
+
+def append_sync_to(con: duckdb.DuckDBPyConnection, churn: float = 0.02) -> datetime:
+    """`append_sync` on the warehouse `con` has selected (a file, or a lake)."""
+    last = con.execute("select max(synced_at) from raw.sync_runs").fetchone()[0]  # type: ignore[index]
+    run_at = last + timedelta(days=1)
+    con.execute(
+        """
+        insert into raw.sync_runs
+            (sync_id, namespace_company_id, started_at, finished_at, status, requests,
+             rows_loaded, issues, synced_at)
+        select distinct 's' || epoch(?::timestamptz), namespace_company_id, ?::timestamptz,
+            ?::timestamptz, 'success', 0, 0, 0, ?::timestamptz
+        from raw.sync_runs
+        """,
+        [run_at] * 4,
+    )
+    _add_churn(con, [run_at], churn)
     return run_at
 
 
