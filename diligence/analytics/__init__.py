@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import ModelError
-from ..warehouse import MODELS_MEMORY_FALLBACKS, MODELS_MEMORY_LIMIT, MODELS_THREADS, Warehouse
+from ..warehouse import MODELS_MEMORY_FALLBACKS, MODELS_THREADS, Warehouse, models_memory_limit
+from ..warehouse.limits import megabytes
 from .checks import CheckResult
 from .dbt import prepare
 from .models import ModelsResult, build_models
@@ -85,26 +87,34 @@ def warm_up() -> threading.Thread:
 
 
 def _build_within_memory(
-    owner: Warehouse, *, memory_limit: str | None = MODELS_MEMORY_LIMIT, **options: Any
+    owner: Warehouse, *, memory_limit: str | Callable[[int], str] | None = models_memory_limit, **options: Any
 ) -> ModelsResult:
-    """Build the models under the models' memory limit (a file; a lake's DuckDB has no
-    tight bound), and again under each larger limit of ``MODELS_MEMORY_FALLBACKS``
-    while DuckDB runs out of it (a failed build leaves `analytics` as it was). Any other
-    failure is raised at once."""
-    limit = memory_limit if owner.path is not None else None
+    """Build the models under a DuckDB memory limit (a file; a lake's has no tight bound)
+    chosen before the build from the forms it will parse (`memory_limit`, a function, see
+    :func:`~diligence.warehouse.models_memory_limit`; or a limit). Should DuckDB still run
+    out of it, the build is made again under each larger one of ``MODELS_MEMORY_FALLBACKS``
+    with a warning (a failed build leaves `analytics` as it was)."""
+    used: list[str] = []
+
+    def chosen(form_bytes: int) -> str:
+        used.append(memory_limit(form_bytes) if callable(memory_limit) else str(memory_limit))
+        return used[-1]
+
+    limit: Callable[[int], str] | str | None = chosen if owner.path and memory_limit else None
     larger = iter(MODELS_MEMORY_FALLBACKS)
     while True:
         try:
             return build_models(owner, memory_limit=limit, duckdb_threads=MODELS_THREADS, **options)
         except ModelError as exc:
-            if limit is None or not exc.out_of_memory:
+            if limit is None or not used or not exc.out_of_memory:
                 raise
-            following = next(larger, limit)
-            if following == limit:
+            following = next((f for f in larger if f is None or megabytes(f) > megabytes(used[-1])), used[-1])
+            if following == used[-1]:
                 raise
             log.warning(
                 "the models need more than %s of memory at this size; building them again with %s",
-                limit,
+                used[-1],
                 following or "DuckDB's default (80 % of this machine's memory)",
             )
             limit = following
+            used.extend([following] if following else [])
