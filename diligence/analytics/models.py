@@ -9,8 +9,10 @@ tables over the published ones (a rename moves no data), makes each view of the 
 again under its published name over the published tables (a view, such as
 `freshness`, computes when it is read), drops what no model makes any more, and
 describes them from the project's YAML. A reader of `analytics`, on the file or on a
-lake, sees the previous build or the new one, never half of one. A failing model leaves `analytics` as it was (the build's tables are
-dropped) and raises :class:`ModelError` naming the model.
+lake, sees the previous build or the new one, never half of one. A failing model leaves
+`analytics` as it was (the build's tables are dropped) and raises :class:`ModelError`
+naming the model. The history marts are incremental: the swap keeps each one's replaced
+table as the next build's `<name>__build`, which that build extends (:mod:`.incremental`).
 
 Parameters reach the SQL as dbt vars of the invocation: ``as_of`` (UTC timestamp) and
 ``expiring_within_days``.
