@@ -110,8 +110,11 @@ def analytics_step(
     expiring_within_days: int | None = None,
     as_of: datetime | None = None,
     wait_seconds: float = 0.0,
+    full_refresh: bool = False,
 ) -> AnalyticsResult:
     """Build the models, run the checks, publish the analysts' copy if they pass.
+    The history marts are extended by the syncs since their last build; `full_refresh`
+    builds them anew from all of `raw` (the same tables).
 
     `expiring_within_days` None means as configured: this is where the window is
     resolved (:func:`diligence.config.expiring_within_days`), once, for the CLI, the demo
@@ -140,6 +143,7 @@ def analytics_step(
             expiring_within_days=configured_expiry(expiring_within_days),
             as_of=as_of,
             wait_seconds=wait_seconds,
+            full_refresh=full_refresh,
         )
 
 
@@ -209,6 +213,7 @@ def run_pipeline(
     wait_seconds: float = 0.0,
     resources: Sequence[str] | None = None,
     restart: bool = False,
+    full_refresh: bool = False,
 ) -> PipelineResult:
     """Run the steps in order, holding the warehouse once for all of them.
 
@@ -221,7 +226,8 @@ def run_pipeline(
     exports only run when `download_to` / `export_to` are given. When the sync loaded
     no namespace at all, nothing after it runs (see :attr:`PipelineResult.nothing_loaded`).
     `resources` limits the sync's load to those data resources. `restart` discards
-    what an interrupted sync left to resume (see :mod:`diligence.resume`).
+    what an interrupted sync left to resume (see :mod:`diligence.resume`). `full_refresh`
+    builds the history marts anew (:func:`analytics_step`).
     """
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     if download_to is not None and owner.path is None:  # before anything is fetched
@@ -260,7 +266,8 @@ def run_pipeline(
             result.downloads = download_documents(owner, download_to, settings)
         if models:
             result.analytics = analytics_step(
-                owner, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait_seconds
+                owner, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait_seconds,
+                full_refresh=full_refresh,
             )
         if export_to is not None and export_formats:
             result.exported = export_step(owner, export_to, export_formats)

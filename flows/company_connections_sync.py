@@ -184,15 +184,18 @@ def sync_namespaces(
     retry_condition_fn=retry_if_transient,
     cache_policy=NO_CACHE,
 )
-def rebuild_analytics_schema(warehouse: str | None, expiring_within_days: int | None) -> AnalyticsResult:
+def rebuild_analytics_schema(
+    warehouse: str | None, expiring_within_days: int | None, full_refresh: bool = False
+) -> AnalyticsResult:
     """Build the models (the dbt project, through dbtRunner), run the data checks (its
     tests) and, if they pass, publish the analysts' copy. `expiring_within_days` None:
-    as configured."""
+    as configured; `full_refresh`: the history marts anew, not extended."""
     logger = get_run_logger()
     result = analytics_step(
         open_warehouse(warehouse),
         expiring_within_days=expiring_within_days,
         wait_seconds=LOCK_WAIT_SECONDS,
+        full_refresh=full_refresh,
     )
     logger.info(
         "models built: %s",
@@ -397,6 +400,7 @@ def company_connections_sync(
     warehouse: str | None = None,
     base_url: str | None = None,
     restart: bool = False,
+    full_refresh: bool = False,
 ) -> RunSummary:
     """Sync the company-connections service into the DuckDB warehouse, rebuild the
     `analytics` schema (models, data checks, the analysts' published copy), export the
@@ -418,11 +422,13 @@ def company_connections_sync(
         base_url: the service's URL; default dlt config `base_url`.
         restart: discard what an interrupted run left to resume and read everything
             (a retry of this run resumes all the same).
+        full_refresh: build the history tables anew from all of raw instead of adding
+            the syncs since their last build (the same tables; slower).
     """
     check_export_formats(export_formats)
     plan = resolve_namespaces(namespaces, base_url, warehouse)
     outcomes = sync_with_retries(plan, warehouse, base_url, restart and first_attempt())
-    analytics = rebuild_analytics_schema(warehouse, expiring_within_days)
+    analytics = rebuild_analytics_schema(warehouse, expiring_within_days, full_refresh)
     days = analytics.models.expiring_within_days  # as resolved by the build
     exported = export_dated_reports(warehouse, reports_dir, export_formats)
     report = write_dated_report(warehouse, reports_dir)

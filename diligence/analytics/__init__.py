@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import ModelError
-from ..warehouse import MODELS_MEMORY_FALLBACKS, MODELS_MEMORY_LIMIT, MODELS_THREADS, Warehouse
+from ..warehouse import MODELS_MEMORY_FALLBACKS, MODELS_THREADS, Warehouse, models_memory_limit
+from ..warehouse.limits import megabytes
 from .checks import CheckResult
 from .dbt import prepare
 from .models import ModelsResult, build_models
@@ -41,6 +43,7 @@ def rebuild_analytics(
     expiring_within_days: int = 30,
     as_of: datetime | None = None,
     wait_seconds: float = 0.0,
+    full_refresh: bool = False,
 ) -> AnalyticsResult:
     """Build the models and run the checks (dbt's data tests) on them in one ``dbt
     build``, swap them into `analytics`, and publish the copy.
@@ -48,18 +51,20 @@ def rebuild_analytics(
     The published copy of a file warehouse (see :mod:`diligence.analytics.publish`) is only
     replaced when every check passed, so analysts never see a build that failed its
     checks. A lake has none: analysts attach it read-only and read `analytics`, which
-    the swap replaces in one transaction.
+    the swap replaces in one transaction. `full_refresh` builds the history marts anew
+    from all of `raw` instead of extending them (:mod:`.incremental`).
     """
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     with owner.writing(wait_seconds=wait_seconds):
         # dbt opens the warehouse itself: a file is not held open meanwhile
-        models = _build_within_memory(owner, expiring_within_days=expiring_within_days, as_of=as_of)
+        models = _build_within_memory(owner, expiring_within_days=expiring_within_days, as_of=as_of,
+                                      full_refresh=full_refresh)
         checks = models.checks
         published = None
         # a lake is read in place by analysts (read-only ATTACH): no copy
         if owner.path is not None and all(c.passed for c in checks):
             with owner.session(memory_limit=None) as con:
-                published = publish_analytics(owner.path, con)
+                published = publish_analytics(owner.path, con, models.history)
     return AnalyticsResult(models=models, checks=checks, published=published)
 
 
@@ -82,26 +87,34 @@ def warm_up() -> threading.Thread:
 
 
 def _build_within_memory(
-    owner: Warehouse, *, memory_limit: str | None = MODELS_MEMORY_LIMIT, **options: Any
+    owner: Warehouse, *, memory_limit: str | Callable[[int], str] | None = models_memory_limit, **options: Any
 ) -> ModelsResult:
-    """Build the models under the models' memory limit (a file; a lake's DuckDB has no
-    tight bound), and again under each larger limit of ``MODELS_MEMORY_FALLBACKS``
-    while DuckDB runs out of it (a failed build leaves `analytics` as it was). Any other
-    failure is raised at once."""
-    limit = memory_limit if owner.path is not None else None
+    """Build the models under a DuckDB memory limit (a file; a lake's has no tight bound)
+    chosen before the build from the forms it will parse (`memory_limit`, a function, see
+    :func:`~diligence.warehouse.models_memory_limit`; or a limit). Should DuckDB still run
+    out of it, the build is made again under each larger one of ``MODELS_MEMORY_FALLBACKS``
+    with a warning (a failed build leaves `analytics` as it was)."""
+    used: list[str] = []
+
+    def chosen(form_bytes: int) -> str:
+        used.append(memory_limit(form_bytes) if callable(memory_limit) else str(memory_limit))
+        return used[-1]
+
+    limit: Callable[[int], str] | str | None = chosen if owner.path and memory_limit else None
     larger = iter(MODELS_MEMORY_FALLBACKS)
     while True:
         try:
             return build_models(owner, memory_limit=limit, duckdb_threads=MODELS_THREADS, **options)
         except ModelError as exc:
-            if limit is None or not exc.out_of_memory:
+            if limit is None or not used or not exc.out_of_memory:
                 raise
-            following = next(larger, limit)
-            if following == limit:
+            following = next((f for f in larger if f is None or megabytes(f) > megabytes(used[-1])), used[-1])
+            if following == used[-1]:
                 raise
             log.warning(
                 "the models need more than %s of memory at this size; building them again with %s",
-                limit,
+                used[-1],
                 following or "DuckDB's default (80 % of this machine's memory)",
             )
             limit = following
+            used.extend([following] if following else [])

@@ -312,14 +312,16 @@ def invoke(
                   result=outcome.result)
 
 
-def render_macro(name: str, *arguments: str, project_dir: Path = PROJECT_DIR) -> str:
+def render_macro(name: str, *arguments: str | list[str] | dict[str, str], project_dir: Path = PROJECT_DIR,
+                 target: str = "analytics") -> str:
     """The SQL that the project's macro `name` expands to for `arguments` (SQL text, e.g.
-    column names or ``?`` placeholders), so Python-side queries apply the project's own
-    rule rather than a copy of it. Compiled inline (``dbt compile --inline``), with no
-    warehouse opened."""
+    column names or ``?`` placeholders, or lists and mappings of them), so Python-side
+    queries apply the project's own rule rather than a copy of it. Compiled inline (``dbt
+    compile --inline``) with the parse of `target` (a model build's, in its process), with
+    no warehouse opened."""
     call = "{{ " + name + "(" + ", ".join(repr(argument) for argument in arguments) + ") }}"
     run = invoke(["compile", "--inline", call, "--no-introspect", "--no-populate-cache"],
-                 PARSE_LOCATION, project_dir=project_dir, read_only=True)
+                 PARSE_LOCATION, target=target, project_dir=project_dir, read_only=True)
     if not run.success or not run.result or not run.result.results:
         # dbt keeps the failed inline node in the manifest it was given, and every later
         # inline compile of this process would fail on it: parse afresh next time

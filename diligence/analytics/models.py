@@ -9,8 +9,10 @@ tables over the published ones (a rename moves no data), makes each view of the 
 again under its published name over the published tables (a view, such as
 `freshness`, computes when it is read), drops what no model makes any more, and
 describes them from the project's YAML. A reader of `analytics`, on the file or on a
-lake, sees the previous build or the new one, never half of one. A failing model leaves `analytics` as it was (the build's tables are
-dropped) and raises :class:`ModelError` naming the model.
+lake, sees the previous build or the new one, never half of one. A failing model leaves
+`analytics` as it was (the build's tables are dropped) and raises :class:`ModelError`
+naming the model. The history marts are incremental: the swap keeps each one's replaced
+table as the next build's `<name>__build`, which that build extends (:mod:`.incremental`).
 
 Parameters reach the SQL as dbt vars of the invocation: ``as_of`` (UTC timestamp) and
 ``expiring_within_days``.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +49,15 @@ from .dbt import (
     invoke,
     location_of,
     new_artifacts,
+    prepare,
+)
+from .incremental import (
+    HistoryTable,
+    drop_stale_spares,
+    fingerprints,
+    form_bytes_to_read,
+    history_tables,
+    rename_state,
 )
 
 SQL_DIR = PROJECT_DIR
@@ -76,6 +87,11 @@ class ModelsResult:
     seconds: float = 0.0
     #: the checks, run on the build before it was swapped in
     checks: list[CheckResult] = field(default_factory=list)
+    #: the incremental models' tables (the analysts' copy takes their changed rows)
+    history: dict[str, HistoryTable] = field(default_factory=dict)
+    #: the incremental models built anew from all of `raw` (no table of theirs to extend,
+    #: one made by other SQL, or --full-refresh); the others added the syncs since
+    built_in_full: list[str] = field(default_factory=list)
 
 
 def build_models(
@@ -83,9 +99,10 @@ def build_models(
     *,
     expiring_within_days: int = 30,
     as_of: datetime | None = None,
-    memory_limit: str | None = None,
+    memory_limit: str | Callable[[int], str] | None = None,
     duckdb_threads: int | None = None,
     project_dir: Path = PROJECT_DIR,
+    full_refresh: bool = False,
 ) -> ModelsResult:
     """Build the dbt project beside `analytics` and run its checks, then swap the build
     in (see the module docstring).
@@ -95,7 +112,11 @@ def build_models(
     opens the warehouse itself). `as_of` is "now" for document expiry; a naive datetime
     is read as UTC, and the default is the current time. Raises :class:`ModelError`
     naming the failing model; `analytics` then stays as it was. `project_dir` is the
-    dbt project (a copy with more models, in tests).
+    dbt project (a copy with more models, in tests). The history marts are extended by
+    the syncs since their last build (:mod:`.incremental`); `full_refresh` builds them
+    anew from all of `raw` (the same tables). `memory_limit` is DuckDB's, or chosen
+    before the build from the bytes of questionnaire forms it will parse (a function of
+    them, such as :func:`~diligence.warehouse.models_memory_limit`).
     """
     if isinstance(expiring_within_days, bool) or not isinstance(expiring_within_days, int):
         raise TypeError("expiring_within_days must be an int")
@@ -104,15 +125,23 @@ def build_models(
     location = location_of(warehouse)
     as_of_utc = _to_naive_utc(as_of or datetime.now(UTC))
     started = time.perf_counter()
+    variables: dict[str, Any] = {
+        "as_of": as_of_utc.isoformat(sep=" "),
+        "expiring_within_days": expiring_within_days,
+    }
+    manifest = prepare("build", project_dir)
+    variables["fingerprints"] = fingerprints(manifest, variables)
+    with _session(warehouse, location) as con:
+        in_full = drop_stale_spares(con, variables["fingerprints"])
+        if callable(memory_limit):
+            memory_limit = memory_limit(form_bytes_to_read(con, bool(in_full) or full_refresh))
     with new_artifacts(location) as target_path:
         run = invoke(
-            ["build", "--exclude-resource-type", "unit_test"],  # make test runs them
+            ["build", "--exclude-resource-type", "unit_test",  # make test runs them
+             *(["--full-refresh"] if full_refresh else [])],
             location,
             target="build",
-            variables={
-                "as_of": as_of_utc.isoformat(sep=" "),
-                "expiring_within_days": expiring_within_days,
-            },
+            variables=variables,
             memory_limit=memory_limit,
             duckdb_threads=duckdb_threads,
             project_dir=project_dir,
@@ -123,7 +152,9 @@ def build_models(
         # where the build wrote, for a full disk whose message names no file
         error.path = location.path or artifacts_dir(location)
         with contextlib.suppress(duckdb.Error), _session(warehouse, location) as con:
-            _drop_build_tables(con)  # a lake's readers would see them until the next build
+            # a lake's readers would see them until the next build; the incremental
+            # models' stay, each as its own transaction left it, for the next build
+            _drop_build_tables(con, keep=variables["fingerprints"])
         raise error
     models = [node for node in run.nodes if node.resource_type == "model"]
     timings = {f"{node.schema}.{node.name}": node.seconds for node in models}
@@ -135,7 +166,8 @@ def build_models(
                 con, [node.name for node in published if node.materialized != "view"],
                 descriptions("build", project_dir),
                 views={node.name: node.compiled_code or "" for node in published
-                       if node.materialized == "view"})
+                       if node.materialized == "view"},
+                incremental=[node.name for node in published if node.materialized == "incremental"])
     except duckdb.Error as exc:
         raise ModelError("swap into analytics", str(exc).splitlines()[0]) from exc
     return ModelsResult(
@@ -145,6 +177,8 @@ def build_models(
         row_counts=row_counts,
         seconds=time.perf_counter() - started,
         checks=checks,
+        history=history_tables(manifest),
+        built_in_full=sorted(variables["fingerprints"]) if full_refresh else sorted(in_full),
     )
 
 
@@ -154,27 +188,38 @@ def swap_into_analytics(
     described: dict[str, Description] | None = None,
     *,
     views: Mapping[str, str] | None = None,
+    incremental: Collection[str] = (),
 ) -> dict[str, int]:
     """In one transaction: rename each table `analytics.<name>__build` of the models
-    `built` over `analytics.<name>` (its comments go with it); make each view of `views`
-    (name -> its compiled SELECT, which reads the build's tables) again as
-    `analytics.<name>` over the published tables; drop every other table and view of
-    `analytics` (a model that no longer exists, a build's leftover); and describe the
-    tables, views and columns from `described` (the project's YAML). Returns the row
-    count of each analytics relation, by qualified name."""
+    `built` over `analytics.<name>` (its comments go with it), where the published table
+    of an `incremental` model becomes its `<name>__build`, the next build's spare (see
+    :mod:`.incremental`); make each view of `views` (name -> its compiled SELECT, which
+    reads the build's tables) again as `analytics.<name>` over the published tables; drop
+    every other table and view of `analytics` (a model that no longer exists, a build's
+    leftover); and describe the tables, views and columns from `described` (the
+    project's YAML). Returns the row count of each analytics relation, by qualified name."""
     present = _analytics_relations(con)
     renamed = sorted(name for name in built if name + BUILD_SUFFIX in present["table"])
+    spared = [name for name in renamed if name in incremental]
     made = sorted(views or {})
+    kept = {name + BUILD_SUFFIX for name in renamed} | set(spared)
     row_counts: dict[str, int] = {}
     with transaction(con):
         for view in present["view"]:  # a view is made again from its SQL below
             con.execute(f"drop view {ANALYTICS_SCHEMA}.{sql_identifier(view)}")
         for table in present["table"]:
-            if not (table.endswith(BUILD_SUFFIX) and table.removesuffix(BUILD_SUFFIX) in renamed):
+            if table not in kept:
                 con.execute(f"drop table {ANALYTICS_SCHEMA}.{sql_identifier(table)}")
         for name in renamed:
-            con.execute(f"alter table {ANALYTICS_SCHEMA}.{sql_identifier(name + BUILD_SUFFIX)} "
-                        f"rename to {sql_identifier(name)}")
+            published, build = sql_identifier(name), sql_identifier(name + BUILD_SUFFIX)
+            if name in spared and name in present["table"]:
+                swapping = sql_identifier(name + _SWAPPING_SUFFIX)
+                con.execute(f"alter table {ANALYTICS_SCHEMA}.{published} rename to {swapping}")
+                con.execute(f"alter table {ANALYTICS_SCHEMA}.{build} rename to {published}")
+                con.execute(f"alter table {ANALYTICS_SCHEMA}.{swapping} rename to {build}")
+            else:
+                con.execute(f"alter table {ANALYTICS_SCHEMA}.{build} rename to {published}")
+        rename_state(con, spared)
         for name in made:
             con.execute(f"create view {ANALYTICS_SCHEMA}.{sql_identifier(name)} as "
                         f"{_published_sql((views or {})[name])}")
@@ -183,6 +228,10 @@ def swap_into_analytics(
             count = con.execute(f"select count(*) from {ANALYTICS_SCHEMA}.{sql_identifier(relation)}").fetchone()
             row_counts[f"{ANALYTICS_SCHEMA}.{relation}"] = int(count[0])  # type: ignore[index]
     return row_counts
+
+
+#: An incremental model's published table while the swap trades it for the build's.
+_SWAPPING_SUFFIX = "__swapping"
 
 
 #: A relation of the build in compiled SQL: ``"analytics"."<name>__build"`` (dbt quotes
@@ -206,12 +255,14 @@ def _analytics_relations(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]
     return relations
 
 
-def _drop_build_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Drop what a failed build left beside the published relations."""
+def _drop_build_tables(con: duckdb.DuckDBPyConnection, keep: Collection[str] = ()) -> None:
+    """Drop what a failed build left beside the published relations, but the tables of
+    the incremental models `keep` (each is what its own transaction left: the next build
+    extends it, see :mod:`.incremental`)."""
     present = _analytics_relations(con)
     for kind in ("view", "table"):
         for name in present[kind]:
-            if name.endswith(BUILD_SUFFIX):
+            if name.endswith(BUILD_SUFFIX) and not (kind == "table" and name.removesuffix(BUILD_SUFFIX) in keep):
                 con.execute(f"drop {kind} {ANALYTICS_SCHEMA}.{sql_identifier(name)}")
 
 

@@ -210,6 +210,11 @@ def models(
         bool,
         typer.Option("--publish", help="With --as-of in the past: publish that build to the analysts' copy anyway."),
     ] = False,
+    full_refresh: Annotated[
+        bool,
+        typer.Option("--full-refresh", help="Build the history tables anew from all of raw instead of adding "
+                     "the syncs since their last build (the same tables; slower)."),
+    ] = False,
 ) -> None:
     """(Re)build the analytics schema from raw, in one transaction, then run the checks
     and publish the analysts' read-only copy (<warehouse>-analytics.duckdb; a lake has none).
@@ -226,11 +231,12 @@ def models(
             f"--as-of {as_of} is in the past: the analysts' copy would show expiry as of then; "
             "pass --publish to build and publish it anyway", EXIT_USAGE
         )
-    _build_models(owner, expiring_within_days, when, wait)
+    _build_models(owner, expiring_within_days, when, wait, full_refresh)
 
 
 def _build_models(
-    warehouse: Any, expiring_within_days: int | None, as_of: datetime | None, wait: float = 0.0
+    warehouse: Any, expiring_within_days: int | None, as_of: datetime | None, wait: float = 0.0,
+    full_refresh: bool = False,
 ) -> None:
     """Build, check and publish; print the outcome; raise when a check failed."""
     from ..analytics.checks import (
@@ -239,7 +245,8 @@ def _build_models(
     from ..steps import run_pipeline
 
     result = run_pipeline(
-        warehouse, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait
+        warehouse, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait,
+        full_refresh=full_refresh,
     )
     assert result.analytics is not None
     print_waited(result.waited_seconds, warehouse.display())

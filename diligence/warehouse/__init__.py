@@ -34,6 +34,7 @@ from .limits import (
     MODELS_MEMORY_LIMIT,
     MODELS_THREADS,
     SYNC_KEEP_WAL_BYTES,
+    models_memory_limit,
 )
 from .lock import protect_outputs, writer_lock
 from .owner import Warehouse
@@ -58,6 +59,7 @@ __all__ = [
     "Warehouse",
     "WarehouseBusyError",
     "busy",
+    "models_memory_limit",
     "open_warehouse",
     "pipeline_for",
     "pipelines_dir_of",

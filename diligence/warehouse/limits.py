@@ -6,13 +6,18 @@
 
 from __future__ import annotations
 
+import math
+
 __all__ = [
     "ALLOCATOR_FLUSH_THRESHOLD",
     "LOAD_MEMORY_LIMIT",
     "MODELS_MEMORY_FALLBACKS",
     "MODELS_MEMORY_LIMIT",
+    "MODELS_MEMORY_PER_FORM_BYTE",
     "MODELS_THREADS",
     "SYNC_KEEP_WAL_BYTES",
+    "megabytes",
+    "models_memory_limit",
 ]
 
 #: DuckDB's buffer limit while dlt loads or the models build (it spills to disk beyond
@@ -20,11 +25,19 @@ __all__ = [
 #: namespace's merges fit in 64 MB; the sync's DuckDB lives for all its loads, so a
 #: larger cache would only add to the peak (on `large`: about 50 MB more at 128 MB).
 LOAD_MEMORY_LIMIT = "64MB"
+#: The model build's least memory limit: what a build of the current state of `large`
+#: and an incremental build of its history need (two models at a time, one DuckDB
+#: thread each, sharing the limit).
 MODELS_MEMORY_LIMIT = "160MB"
-#: Not every DuckDB operator spills and the model build is one transaction, so a large
-#: account's build can outgrow MODELS_MEMORY_LIMIT (40,000 connections need about
-#: 600 MB): it is then built again under each of these in turn (None: DuckDB's default,
-#: 80 % of the machine's memory).
+#: What a build needs beyond that grows with the questionnaire forms it parses: the
+#: current ones, and the history marts' versions it (re)builds, all of them in a full
+#: build (`large` with 1,000 syncs of history: 1.05 GB of forms, which builds in 320 MB
+#: and fails in 160 MB). The limit is this share of those bytes, at least
+#: MODELS_MEMORY_LIMIT (:func:`models_memory_limit`), chosen before the build starts.
+MODELS_MEMORY_PER_FORM_BYTE = 0.35
+#: Not every DuckDB operator spills and the model build is one transaction: should the
+#: chosen limit still be too small, the build is made again under each of these in turn
+#: (None: DuckDB's default, 80 % of the machine's memory), saying so in a warning.
 MODELS_MEMORY_FALLBACKS: tuple[str | None, ...] = ("640MB", None)
 #: Under a memory limit, DuckDB's allocator gives memory back to the system after a
 #: task that used more than this (DuckDB's default: 128 MiB, i.e. hardly ever here).
@@ -35,3 +48,16 @@ MODELS_THREADS = 1
 #: A sync leaves a WAL up to this size for the next open rather than writing it into
 #: the file after its last load (DuckDB's own automatic checkpoint threshold).
 SYNC_KEEP_WAL_BYTES = 16 * 1024 * 1024
+
+
+def models_memory_limit(form_bytes: int) -> str:
+    """The model build's DuckDB memory limit for a build that parses `form_bytes` of
+    questionnaire forms (see MODELS_MEMORY_PER_FORM_BYTE)."""
+    floor = math.ceil(megabytes(MODELS_MEMORY_LIMIT))
+    return f"{max(floor, math.ceil(form_bytes * MODELS_MEMORY_PER_FORM_BYTE / 2**20))}MB"
+
+
+def megabytes(limit: str) -> float:
+    """A DuckDB limit such as ``640MB`` or ``1.5GB`` in megabytes."""
+    number, unit = limit[:-2], limit[-2:].upper()
+    return float(number) * {"KB": 2**-10, "MB": 1, "GB": 2**10}.get(unit, 1)

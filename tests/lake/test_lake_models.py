@@ -16,7 +16,7 @@ from diligence.warehouse import Warehouse, lake
 from diligence.warehouse.location import WarehouseLocation
 
 from ..models.rawdb import SYNCED_AT
-from ..models.synthetic import PROFILES, generate_raw
+from ..models.synthetic import PROFILES, append_sync, append_sync_to, generate_raw
 
 AS_OF = SYNCED_AT + timedelta(days=1)
 
@@ -128,3 +128,45 @@ def test_models_and_checks_on_a_lake_equal_a_file_build(
     assert sum(f.rows for f in lake_files) > 1000
     for lake_file, file_file in zip(lake_files, file_files, strict=True):
         assert lake_file.path.read_bytes() == file_file.path.read_bytes(), lake_file.report
+
+
+def test_the_history_marts_extend_on_a_lake_as_a_full_build_makes_them(
+    lake_location: WarehouseLocation, tmp_path: Path
+) -> None:
+    """On a lake the spares are renamed and extended as on a file (delete+insert, the
+    state in staging.incremental_state): after two builds and one more sync, the third
+    build extends every history table and gives the tables a full build of a file
+    gives."""
+    raw = generate_raw(tmp_path / "source.duckdb", 200, 30, 2, 2, 6, churn=0.05)
+    con = lake.connect(lake_location)
+    try:
+        _copy_raw_into(con, raw)
+    finally:
+        con.close()
+    build_models(lake_location, as_of=AS_OF)
+    build_models(lake_location, as_of=AS_OF)
+    con = lake.connect(lake_location)
+    try:
+        append_sync_to(con, churn=0.05)
+    finally:
+        con.close()
+    extended = build_models(lake_location, as_of=AS_OF)
+    assert extended.built_in_full == [] and not failed_checks(extended.checks)
+
+    file_warehouse = tmp_path / "file.duckdb"
+    shutil.copy(raw, file_warehouse)
+    append_sync(file_warehouse, churn=0.05)
+    build_models(file_warehouse, as_of=AS_OF, full_refresh=True)
+    con = lake.connect(lake_location, read_only=True)
+    try:
+        con.execute(f"attach '{file_warehouse}' as file_wh (read_only)")
+        for table in ("answer_history", "answer_changes", "document_history", "connection_history", "changes"):
+            for left, right in (("lake", "file_wh"), ("file_wh", "lake")):
+                extra = con.execute(
+                    f"select count(*) from (select * from {left}.analytics.{table} "
+                    f"except all select * from {right}.analytics.{table})"
+                ).fetchone()[0]
+                assert extra == 0, f"{table}: {extra} rows in {left} only"
+        assert con.execute("select count(*) from lake.analytics.answer_changes").fetchone()[0] > 100
+    finally:
+        con.close()

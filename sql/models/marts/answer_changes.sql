@@ -15,6 +15,10 @@
 --     again; change_type 'restored'.
 -- changed_at is the synced_at of the sync that saw the transition (the new version's
 -- valid_from, or the ended version's valid_to). The first version is no change.
+-- Incremental (macros/incremental.sql): a build adds the changes of the syncs since the
+-- table's last build, from the answer_history rows of the versions that started or
+-- ended then, and renames the rows of a company whose name changed since.
+{%- set watermarks = incremental_watermarks() %}
 with
 
 versions as (
@@ -30,8 +34,14 @@ company_names as (
 ),
 
 answer_history as (
-    select * from {{ ref('answer_history') }}
+    {{ rows_after_watermark(ref('answer_history'), watermarks, ['versioned_at', 'superseded_at']) }}
 ),
+{%- if watermarks is not none %}
+
+built as (
+    select * from {{ this }}
+),
+{%- endif %}
 
 ordered as (
     select
@@ -88,36 +98,41 @@ transitions as (
     where valid_to is not null and next_valid_from is distinct from valid_to
 ),
 
+new_transitions as (
+    select * from transitions
+    where {{ is_after_watermark(watermarks, ['changed_at']) }}
+),
+
 old_fields as (
     select
-        transitions.*,
+        new_transitions.*,
         answer_history.form_id,
         answer_history.form_label,
         answer_history.field_id,
         answer_history.field_label,
         answer_history.answer_text
-    from transitions
+    from new_transitions
     join answer_history
-        on answer_history.namespace_company_id = transitions.namespace_company_id
-        and answer_history.company_id = transitions.company_id
-        and answer_history.company_type_id = transitions.company_type_id
-        and answer_history.version_number = transitions.old_version_number
+        on answer_history.namespace_company_id = new_transitions.namespace_company_id
+        and answer_history.company_id = new_transitions.company_id
+        and answer_history.company_type_id = new_transitions.company_type_id
+        and answer_history.version_number = new_transitions.old_version_number
 ),
 
 new_fields as (
     select
-        transitions.*,
+        new_transitions.*,
         answer_history.form_id,
         answer_history.form_label,
         answer_history.field_id,
         answer_history.field_label,
         answer_history.answer_text
-    from transitions
+    from new_transitions
     join answer_history
-        on answer_history.namespace_company_id = transitions.namespace_company_id
-        and answer_history.company_id = transitions.company_id
-        and answer_history.company_type_id = transitions.company_type_id
-        and answer_history.version_number = transitions.new_version_number
+        on answer_history.namespace_company_id = new_transitions.namespace_company_id
+        and answer_history.company_id = new_transitions.company_id
+        and answer_history.company_type_id = new_transitions.company_type_id
+        and answer_history.version_number = new_transitions.new_version_number
 ),
 
 compared as (
@@ -165,16 +180,16 @@ changes as (
                 end
         end as change_type
     from compared
+    -- on the key alone (an equality join); the reason is read for 'ended' only
     left join access_ends
-        on compared.transition = 'ended'
-        and access_ends.namespace_company_id = compared.namespace_company_id
+        on access_ends.namespace_company_id = compared.namespace_company_id
         and access_ends.company_id = compared.company_id
         and access_ends.company_type_id = compared.company_type_id
         and access_ends.ended_at = compared.changed_at
     where compared.old_answer_text is distinct from compared.new_answer_text
 ),
 
-final as (
+named as (
     select
         changes.namespace_company_id,
         changes.company_id,
@@ -195,6 +210,21 @@ final as (
     left join company_names
         on company_names.namespace_company_id = changes.namespace_company_id
         and company_names.company_id = changes.company_id
+),
+{%- if watermarks is not none %}
+
+-- the changes built before of a company whose name changed since, with its name now
+renamed as (
+    {{ renamed_rows('built', 'company_names', watermarks, 'named') }}
+),
+{%- endif %}
+
+final as (
+    select * from named
+    {%- if watermarks is not none %}
+    union all
+    select * from renamed
+    {%- endif %}
 )
 
 select * from final

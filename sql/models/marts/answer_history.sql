@@ -18,10 +18,13 @@
 -- option id that is not among the field's options (and comes without a value) is still
 -- an answer: it is kept in selected_option_ids, has no entry in
 -- selected_option_values, and answer_text shows the id.
+-- Incremental (macros/incremental.sql): a build reads and replaces only the versions that
+-- started or ended at a sync since the table's last build.
+{%- set watermarks = incremental_watermarks() %}
 with
 
 field_versions as (
-    select * from {{ ref('stg_questionnaire_field_versions') }}
+    {{ rows_after_watermark(ref('stg_questionnaire_field_versions'), watermarks, ['valid_from', 'valid_to']) }}
 ),
 
 answerable as (

@@ -31,6 +31,9 @@
 --       endpoint); compared only between two syncs that both recorded keys
 -- A namespace's first sync has no previous one: it records no changes. A sync in which
 -- nothing changed has no rows.
+-- Incremental (macros/incremental.sql): a build adds the changes of the syncs since the
+-- table's last build, and renames the rows of a company whose name changed since.
+{%- set watermarks = incremental_watermarks() %}
 with
 
 sync_runs as (
@@ -79,10 +82,16 @@ company_names as (
 ),
 
 answer_changes as (
-    select * from {{ ref('answer_changes') }}
+    {{ rows_after_watermark(ref('answer_changes'), watermarks, ['changed_at']) }}
 ),
+{%- if watermarks is not none %}
 
-syncs as (
+built as (
+    select * from {{ this }}
+),
+{%- endif %}
+
+every_sync as (
     -- every successful sync of a namespace after its first, with the one before it
     select
         namespace_company_id,
@@ -93,6 +102,12 @@ syncs as (
         ) as previous_synced_at
     from sync_runs
     qualify previous_synced_at is not null
+),
+
+syncs as (
+    -- those since the table's last build
+    select * from every_sync
+    where {{ is_after_watermark(watermarks, ['synced_at']) }}
 ),
 
 -- connections --------------------------------------------------------------------------
@@ -453,7 +468,7 @@ unioned as (
     select * from key_changes
 ),
 
-final as (
+named as (
     select
         md5(concat_ws(
             chr(31), unioned.sync_id, unioned.namespace_company_id, unioned.change_kind,
@@ -478,6 +493,21 @@ final as (
     left join company_names
         on company_names.namespace_company_id = unioned.namespace_company_id
         and company_names.company_id = unioned.company_id
+),
+{%- if watermarks is not none %}
+
+-- the changes built before of a company whose name changed since, with its name now
+renamed as (
+    {{ renamed_rows('built', 'company_names', watermarks, 'named') }}
+),
+{%- endif %}
+
+final as (
+    select * from named
+    {%- if watermarks is not none %}
+    union all
+    select * from renamed
+    {%- endif %}
 )
 
 select * from final

@@ -7,6 +7,9 @@
 -- 'disconnected'). Reading rights given or withdrawn are listed against the previous
 -- version, so a withdrawn and later restored right shows as received_withdrawn on one
 -- version and received_added on a later one.
+-- Incremental (macros/incremental.sql): a build replaces the versions that started or
+-- ended at a sync since the table's last build.
+{%- set watermarks = incremental_watermarks() %}
 with
 
 versions as (
@@ -25,6 +28,11 @@ with_neighbours as (
         partition by namespace_company_id, company_id
         order by version_number
     )
+),
+
+new_versions as (
+    select * from with_neighbours
+    where {{ is_after_watermark(watermarks, ['valid_from', 'valid_to']) }}
 ),
 
 final as (
@@ -67,7 +75,7 @@ final as (
             lambda t: not list_contains(received_company_type_ids, t)
         ) as received_withdrawn,
         response_sha256
-    from with_neighbours
+    from new_versions
 )
 
 select * from final

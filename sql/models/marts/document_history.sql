@@ -10,6 +10,10 @@
 -- or 'removed' (no longer listed). change_type says how a version began: 'added' (first
 -- version), 'changed' or 'restored' (back after a time out of the current state).
 -- Dates are parsed as in document_expiry (TIMESTAMPTZ, UTC; text kept in *_text).
+-- Incremental (macros/incremental.sql): a build replaces the versions that started or
+-- ended at a sync since the table's last build, and renames the rows of a company whose
+-- name changed since.
+{%- set watermarks = incremental_watermarks() %}
 with
 
 versions as (
@@ -23,6 +27,12 @@ access_ends as (
 company_names as (
     select * from {{ ref('stg_company_names') }}
 ),
+{%- if watermarks is not none %}
+
+built as (
+    select * from {{ this }}
+),
+{%- endif %}
 
 with_neighbours as (
     select
@@ -36,46 +46,66 @@ with_neighbours as (
     )
 ),
 
-final as (
+new_versions as (
+    select * from with_neighbours
+    where {{ is_after_watermark(watermarks, ['valid_from', 'valid_to']) }}
+),
+
+named as (
     select
-        with_neighbours.namespace_company_id,
-        with_neighbours.company_id,
+        new_versions.namespace_company_id,
+        new_versions.company_id,
         company_names.company_name,
-        with_neighbours.company_id = with_neighbours.namespace_company_id as is_own_company,
-        with_neighbours.company_type_id,
-        with_neighbours.document_id,
-        with_neighbours.version_number,
-        with_neighbours.document_name,
-        with_neighbours.category,
-        with_neighbours.type,
-        with_neighbours.issue_date,
-        with_neighbours.issue_date_text,
-        with_neighbours.expiration_date,
-        with_neighbours.expiration_date_text,
-        with_neighbours.is_expiration_date_invalid,
-        with_neighbours.valid_from,
-        with_neighbours.valid_to,
-        with_neighbours.is_current,
+        new_versions.company_id = new_versions.namespace_company_id as is_own_company,
+        new_versions.company_type_id,
+        new_versions.document_id,
+        new_versions.version_number,
+        new_versions.document_name,
+        new_versions.category,
+        new_versions.type,
+        new_versions.issue_date,
+        new_versions.issue_date_text,
+        new_versions.expiration_date,
+        new_versions.expiration_date_text,
+        new_versions.is_expiration_date_invalid,
+        new_versions.valid_from,
+        new_versions.valid_to,
+        new_versions.is_current,
         case
-            when with_neighbours.version_number = 1 then 'added'
-            when with_neighbours.previous_valid_to = with_neighbours.valid_from then 'changed'
+            when new_versions.version_number = 1 then 'added'
+            when new_versions.previous_valid_to = new_versions.valid_from then 'changed'
             else 'restored'
         end as change_type,
         case
-            when with_neighbours.valid_to is null then null
-            when with_neighbours.next_valid_from = with_neighbours.valid_to then 'changed'
+            when new_versions.valid_to is null then null
+            when new_versions.next_valid_from = new_versions.valid_to then 'changed'
             else coalesce(access_ends.end_reason, 'removed')
         end as end_reason,
-        with_neighbours.response_sha256
-    from with_neighbours
+        new_versions.response_sha256
+    from new_versions
     left join access_ends
-        on access_ends.namespace_company_id = with_neighbours.namespace_company_id
-        and access_ends.company_id = with_neighbours.company_id
-        and access_ends.company_type_id = with_neighbours.company_type_id
-        and access_ends.ended_at = with_neighbours.valid_to
+        on access_ends.namespace_company_id = new_versions.namespace_company_id
+        and access_ends.company_id = new_versions.company_id
+        and access_ends.company_type_id = new_versions.company_type_id
+        and access_ends.ended_at = new_versions.valid_to
     left join company_names
-        on company_names.namespace_company_id = with_neighbours.namespace_company_id
-        and company_names.company_id = with_neighbours.company_id
+        on company_names.namespace_company_id = new_versions.namespace_company_id
+        and company_names.company_id = new_versions.company_id
+),
+{%- if watermarks is not none %}
+
+-- the versions built before of a company whose name changed since, with its name now
+renamed as (
+    {{ renamed_rows('built', 'company_names', watermarks, 'named') }}
+),
+{%- endif %}
+
+final as (
+    select * from named
+    {%- if watermarks is not none %}
+    union all
+    select * from renamed
+    {%- endif %}
 )
 
 select * from final

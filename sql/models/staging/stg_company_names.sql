@@ -5,6 +5,8 @@
 -- company_name is the latest known name: from the latest version of the company details
 -- when they were ever read, else from the latest version of the connection list/detail.
 -- So a disconnected company keeps its name in the history marts.
+-- name_changed_at: the latest valid_from of those versions (the name can only have
+-- changed then); the incremental history marts rename a company's rows from it.
 with
 
 company_versions as (
@@ -19,7 +21,8 @@ detail_names as (
     select
         namespace_company_id,
         company_id,
-        arg_max(company_name, version_number) as company_name
+        arg_max(company_name, version_number) as company_name,
+        max(valid_from) as name_changed_at
     from company_versions
     group by namespace_company_id, company_id
 ),
@@ -28,7 +31,8 @@ listed_names as (
     select
         namespace_company_id,
         company_id,
-        arg_max(company_name, version_number) as company_name
+        arg_max(company_name, version_number) as company_name,
+        max(valid_from) as name_changed_at
     from connection_versions
     group by namespace_company_id, company_id
 ),
@@ -38,7 +42,8 @@ final as (
         coalesce(detail_names.namespace_company_id, listed_names.namespace_company_id)
             as namespace_company_id,
         coalesce(detail_names.company_id, listed_names.company_id) as company_id,
-        coalesce(detail_names.company_name, listed_names.company_name) as company_name
+        coalesce(detail_names.company_name, listed_names.company_name) as company_name,
+        greatest(detail_names.name_changed_at, listed_names.name_changed_at) as name_changed_at
     from detail_names
     full outer join listed_names
         on listed_names.namespace_company_id = detail_names.namespace_company_id

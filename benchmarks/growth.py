@@ -1,0 +1,358 @@
+"""What the model build costs as history grows, and how the warehouse file grows.
+
+``python -m benchmarks.growth [--before DIR] [--repeat 3] [--syncs 5 200 1000]
+[--small-syncs 60] [--parts synthetic small]``
+
+`DIR` is a copy of the code to compare with (e.g. ``git archive 9eac389 | tar -x -C
+/tmp/before``); both trees run with this venv's interpreter, each with its own tree first
+on ``PYTHONPATH``, one after the other within every repetition (the order alternates),
+so both see the same machine load. Without it only this tree is measured.
+
+1. **synthetic**: the synthetic `large` world (``tests.models.synthetic``: 11,500
+   questionnaires of 30 fields, 3 namespaces) with N syncs of history (``--syncs``) and
+   2 % churn: every sync after the second gives a new version, with one revised answer,
+   to 2 % of the questionnaires. Per tree the world is built once (``diligence models``,
+   the first build; this tree builds it twice, so that its history tables have their
+   spares, see ``diligence.analytics.incremental``); then, per repetition, a copy of that warehouse gets the next daily
+   sync (``append_sync``, 2 % churn) and ``diligence models`` builds it, as the CLI does
+   after a daily sync. Figures per build: the process's wall seconds and peak RSS
+   (``ru_maxrss`` from ``os.wait4``), dbt's own seconds (``run_results.json``), the
+   history marts' seconds, and whether the CLI built twice (a failed build first). This
+   tree also builds the same copy with ``--full-refresh``.
+2. **small**: the sandbox's `small` world synced ``--small-syncs`` times into one
+   warehouse per tree (``diligence sync --no-models``, then ``diligence models``), with
+   changes between syncs through the sandbox's admin routes (answers every sync, a
+   document's expiry every third, a connection's reading rights every seventh, a template
+   field every twentieth, a new document every tenth). Figures: ``diligence models`` of
+   the 2nd and of the last sync; the warehouse file's and the analysts' copy's bytes and
+   free blocks, and the raw rows, after each sync; bytes per added raw row.
+
+Writes the part ``growth`` of ``benchmarks/RESULTS.md`` (raw figures:
+``benchmarks/.work/growth.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+
+from .harness import (
+    EMAIL,
+    PASSWORD,
+    ROOT,
+    WORK_DIR,
+    child_env,
+    machine,
+    median,
+    run_process,
+    sandbox,
+)
+from .results_file import publish
+
+PART = "growth"
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+WORK = WORK_DIR / "growth"
+CHURN = 0.02
+#: the history marts whose seconds are reported (dbt's execution_time of each node)
+HISTORY_MODELS = ("answer_history", "answer_changes", "document_history", "connection_history",
+                  "changes", "stg_access_ends")
+TIMEOUT = 3600
+
+
+def _env(tree: Path) -> dict[str, str]:
+    env = {k: v for k, v in child_env().items() if not k.startswith(("SOURCES__", "EVIDENCE__", "DILIGENCE_"))}
+    env.update(PYTHONPATH=str(tree), SOURCES__COMPANY_CONNECTIONS__EMAIL=EMAIL,
+               SOURCES__COMPANY_CONNECTIONS__PASSWORD=PASSWORD,
+               SOURCES__COMPANY_CONNECTIONS__TOKEN_STORE_PATH="")
+    return env
+
+
+def _diligence(tree: Path, args: list[str], log: Path) -> dict[str, Any]:
+    """One ``diligence`` process of `tree`: exit code, wall seconds, peak RSS in MB."""
+    run = run_process([sys.executable, "-m", "diligence", *args], cwd=tree, env=_env(tree),
+                      log=log, timeout=TIMEOUT)
+    output = "\n".join(line for _at, line in run.lines)
+    if run.exit_code != 0:
+        raise RuntimeError(f"diligence {args[0]} of {tree} exited {run.exit_code}; see {log}:\n{output[-3000:]}")
+    return {"wall": run.wall_seconds, "peak_mb": run.peak_rss_mb, "built_twice": "building them again" in output}
+
+
+def _models(tree: Path, warehouse: Path, as_of: str, *extra: str) -> dict[str, Any]:
+    """``diligence models`` on `warehouse` with `tree`'s code, and dbt's own figures."""
+    log = warehouse.with_suffix(".log")
+    figures = _diligence(tree, ["models", "-w", str(warehouse), "--as-of", as_of, "--publish", *extra], log)
+    figures["built_twice"] = "building them again" in log.read_text(errors="replace")
+    results = json.loads((warehouse.with_name(warehouse.stem + ".dbt") / "run_results.json").read_text())
+    figures["dbt"] = results["elapsed_time"]
+    nodes = {r["unique_id"].split(".")[-1]: r["execution_time"] for r in results["results"]
+             if r["unique_id"].startswith("model.")}
+    figures["models"] = {name: nodes.get(name) for name in HISTORY_MODELS}
+    figures["tests"] = sum(r["execution_time"] for r in results["results"] if r["unique_id"].startswith("test."))
+    return figures
+
+
+def _remove(warehouse: Path) -> None:
+    """The warehouse and what lives beside it: WAL, log, analysts' copy, evidence, dbt."""
+    stem = warehouse.stem
+    for path in [*warehouse.parent.glob(stem + ".*"), *warehouse.parent.glob(stem + "-analytics.*")]:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _copy(warehouse: Path, to: Path) -> None:
+    """The warehouse and its analysts' copy, as they were (times kept: the copy is
+    recognised as the one its warehouse published)."""
+    shutil.copy2(warehouse, to)
+    published = warehouse.with_name(warehouse.stem + "-analytics.duckdb")
+    if published.exists():
+        shutil.copy2(published, to.with_name(to.stem + "-analytics.duckdb"))
+
+
+def synthetic(trees: dict[str, Path], syncs: Sequence[int], repeat: int, full_refresh: bool = True
+              ) -> dict[str, Any]:
+    from tests.models.rawdb import SYNCED_AT
+    from tests.models.synthetic import PROFILES, append_sync, generate_raw
+
+    profile = PROFILES["large"]
+    as_of = (SYNCED_AT + timedelta(days=2)).strftime("%Y-%m-%dT%H:%M:%S")
+    results: dict[str, Any] = {}
+    for count in syncs:
+        WORK.mkdir(parents=True, exist_ok=True)
+        world = WORK / f"world-{count}.duckdb"
+        _remove(world)
+        started = time.perf_counter()
+        generate_raw(world, profile.questionnaires, profile.fields_per_questionnaire, profile.namespaces,
+                     profile.company_types, count, churn=CHURN)
+        with duckdb.connect(str(world), read_only=True) as con:
+            versions = con.execute("select count(*) from raw.questionnaires").fetchone()[0]  # type: ignore[index]
+        entry: dict[str, Any] = {"generated_seconds": time.perf_counter() - started,
+                                 "questionnaire_versions": versions, "first": {}, "runs": {}}
+        print(f"{count} syncs: world generated ({versions:,} questionnaire versions)", flush=True)
+        warm: dict[str, Path] = {}
+        for name, tree in trees.items():
+            warm[name] = WORK / f"{name}-{count}.duckdb"
+            _remove(warm[name])
+            shutil.copyfile(world, warm[name])
+            entry["first"][name] = _models(tree, warm[name], as_of)
+            if name == "after":  # the second build keeps the first's tables as its spares
+                entry["second"] = _models(tree, warm[name], as_of)
+            print(f"  {name}: first build {entry['first'][name]['wall']:.1f} s", flush=True)
+        kinds: list[tuple[str, tuple[str, ...]]] = [(name, ()) for name in trees]
+        for number in range(repeat):
+            order = kinds if number % 2 == 0 else kinds[::-1]
+            if full_refresh:
+                order = [*order, ("after_full_refresh", ("--full-refresh",))]
+            for kind, extra in order:
+                tree_name = "after" if kind == "after_full_refresh" else kind
+                run = WORK / f"run-{kind}.duckdb"
+                _remove(run)
+                _copy(warm[tree_name], run)
+                append_sync(run, CHURN)
+                figures = _models(trees[tree_name], run, as_of, *extra)
+                figures["bytes"] = run.stat().st_size
+                entry["runs"].setdefault(kind, []).append(figures)
+                print(f"  {kind} #{number + 1}: {figures['wall']:.1f} s, dbt {figures['dbt']:.1f} s, "
+                      f"{figures['peak_mb']:.0f} MB{' (built twice)' if figures['built_twice'] else ''}",
+                      flush=True)
+                _remove(run)
+        for path in [world, *warm.values()]:
+            _remove(path)
+        results[str(count)] = entry
+    return results
+
+
+def _post(box: Any, route: str, body: dict[str, Any]) -> None:
+    httpx.post(f"{box.base_url}/_sandbox/{route}", json=body, timeout=60).raise_for_status()
+
+
+def _change_world(box: Any, number: int, items: dict[str, list[Any]]) -> None:
+    """The changes made before sync `number` (2, 3, ...): deterministic, small, of every kind."""
+    answers = items["answers"]
+    for offset in range(5):
+        company_id, type_id, field_id = answers[(number * 5 + offset) * 7 % len(answers)]
+        _post(box, "answers", {"company_id": company_id, "company_type_id": type_id, "field_id": field_id,
+                               "information": {"value": f"revised at sync {number}"}})
+    if number % 3 == 0:
+        document_id = items["documents"][number % len(items["documents"])][0]
+        _post(box, "documents", {"document_id": document_id,
+                                 "set": {"expirationDate": f"2027-{number % 12 + 1:02d}-01T00:00:00"}})
+    if number % 7 == 0:  # one connection's rights withdrawn, given back seven syncs later
+        withdrawn = number % 14 == 7
+        connections = items["connections"]
+        namespace, company_id, received = connections[(number // 14 - (0 if withdrawn else 1)) % len(connections)]
+        _post(box, "connections", {"namespace": namespace, "company_id": company_id,
+                                   "received": received[:-1] if withdrawn else received})
+    if number % 10 == 0:
+        company_id, type_id = items["documents"][(number * 3) % len(items["documents"])][1:]
+        _post(box, "documents", {"add": {"company_id": company_id, "company_type_id": type_id}})
+    if number % 20 == 0:
+        _post(box, "templates", {"company_type_id": items["types"][0], "add_field": {
+            "id": f"bench-field-{number}", "type": "Input", "label": f"Added at sync {number}"}})
+
+
+def _items(published: Path) -> dict[str, list[Any]]:
+    """What the changes pick from: answered Input fields, documents, connections, types."""
+    with duckdb.connect(str(published), read_only=True) as con:
+        return {
+            "answers": con.execute(
+                "select company_id, company_type_id, field_id from analytics.answers "
+                "where field_type = 'Input' and not is_own_company order by all").fetchall(),
+            "documents": con.execute(
+                "select document_id, company_id, company_type_id from analytics.document_expiry "
+                "where not is_own_company order by all").fetchall(),
+            "connections": [(ns, c, list(r)) for ns, c, r in con.execute(
+                "select namespace_company_id, company_id, received_company_type_ids "
+                "from analytics.connections where len(received_company_type_ids) > 1 order by all").fetchall()],
+            "types": [r[0] for r in con.execute(
+                "select distinct company_type_id from analytics.answers order by 1").fetchall()],
+        }
+
+
+def _file_figures(warehouse: Path) -> dict[str, Any]:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        tables = [r[0] for r in con.execute(
+            "select table_name from duckdb_tables() where schema_name = 'raw'").fetchall()]
+        rows = sum(con.execute(f'select count(*) from raw."{t}"').fetchone()[0] for t in tables)  # type: ignore[index]
+        size = con.execute("pragma database_size").fetchone()
+        names = [d[0] for d in con.description]  # type: ignore[union-attr]
+        blocks = dict(zip(names, size, strict=True))  # type: ignore[arg-type]
+    published = warehouse.with_name(warehouse.stem + "-analytics.duckdb")
+    return {"bytes": warehouse.stat().st_size, "raw_rows": rows, "free_blocks": blocks["free_blocks"],
+            "used_blocks": blocks["used_blocks"], "published_bytes": published.stat().st_size}
+
+
+def small(trees: dict[str, Path], syncs: int) -> dict[str, Any]:
+    from tests.models.rawdb import AS_OF
+
+    as_of = AS_OF.strftime("%Y-%m-%dT%H:%M:%S")
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    root = WORK / "small"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    with sandbox("small", log_dir=WORK) as box:
+        items: dict[str, list[Any]] = {}
+        for number in range(1, syncs + 1):
+            if number > 1:
+                _change_world(box, number, items)
+            names = list(trees) if number % 2 else list(trees)[::-1]
+            for name in names:
+                warehouse = root / name / "w.duckdb"
+                warehouse.parent.mkdir(exist_ok=True)
+                sync = _diligence(trees[name], ["sync", "--no-models", "--base-url", box.base_url,
+                                                "-w", str(warehouse)], warehouse.with_suffix(".log"))
+                figures = _models(trees[name], warehouse, as_of)
+                figures.update(_file_figures(warehouse), sync=sync["wall"])
+                runs[name].append(figures)
+                if not items:
+                    items = _items(warehouse.with_name("w-analytics.duckdb"))
+            print(f"sync {number}: " + ", ".join(
+                f"{n} models {runs[n][-1]['wall']:.1f} s, {runs[n][-1]['bytes'] / 1e6:.1f} MB" for n in names),
+                flush=True)
+    shutil.rmtree(root, ignore_errors=True)
+    return {"syncs": syncs, "runs": runs}
+
+
+def _fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares line through `points`: (intercept, slope)."""
+    n = len(points)
+    mean_x = sum(x for x, _ in points) / n
+    mean_y = sum(y for _, y in points) / n
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread if spread else 0.0
+    return mean_y - slope * mean_x, slope
+
+
+def render(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    lines = ["## Cost as history grows (`python -m benchmarks.growth`)", "",
+             f"{m['cpu']}, {m['date']}, load {m['load_before']} before and {m['load_average']} after; "
+             f"medians of {results['repeat']}, the trees alternating in every repetition. "
+             "Raw figures: `benchmarks/.work/growth.json`."]
+    synthetic_results = results.get("synthetic")
+    if synthetic_results:
+        lines += ["", "Synthetic `large` (11,500 questionnaires x 30 fields, 3 namespaces), N syncs of history "
+                  "with 2 % churn, then the next daily sync and `diligence models` (the whole process; "
+                  "dbt: its `run_results.json`; peak: the process's `ru_maxrss`):", "",
+                  "| syncs | build | process | dbt build | peak | `answer_history` | `answer_changes` | "
+                  "`document_history` | `changes` | built twice |",
+                  "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        fits: dict[str, list[tuple[float, float]]] = {}
+        for count, entry in synthetic_results.items():
+            for kind, runs in entry["runs"].items():
+                wall = median([r["wall"] for r in runs])
+                fits.setdefault(kind, []).append((float(count), wall))
+                marts = [median([r["models"][name] or 0.0 for r in runs]) for name in
+                         ("answer_history", "answer_changes", "document_history", "changes")]
+                lines.append(
+                    f"| {int(count):,} | {kind.replace('_', ' ')} | {wall:.1f} s | "
+                    f"{median([r['dbt'] for r in runs]):.1f} s | {median([r['peak_mb'] for r in runs]):,.0f} MB | "
+                    + " | ".join(f"{s:.2f} s" for s in marts)
+                    + f" | {sum(r['built_twice'] for r in runs)} of {len(runs)} |")
+        lines += ["", "Fitted cost per sync of history (least squares over the N above) and projections:", "",
+                  "| build | fixed | per sync | at 365 syncs | at 1,000 syncs |", "|---|---:|---:|---:|---:|"]
+        for kind, points in fits.items():
+            intercept, slope = _fit(points)
+            lines.append(f"| {kind.replace('_', ' ')} | {intercept:.1f} s | {slope * 1000:.1f} ms | "
+                         f"{intercept + 365 * slope:.1f} s | {intercept + 1000 * slope:.1f} s |")
+        if "after" in fits and len(fits["after"]) > 1:
+            first, last = fits["after"][0], fits["after"][-1]
+            lines += ["", f"Incremental build at {int(last[0]):,} syncs / at {int(first[0]):,}: "
+                      f"**{last[1] / first[1]:.2f}x** (goal <= 1.5x)."]
+    small_results = results.get("small")
+    if small_results:
+        count = small_results["syncs"]
+        lines += ["", f"The sandbox's `small` world, {count} syncs with changes between them "
+                  "(`diligence sync --no-models`, then `diligence models`):", "",
+                  f"| tree | models, 2nd sync | models, {count}th | ratio | file, 2nd -> {count}th | "
+                  "bytes per added raw row | free blocks at the end | analysts' copy, 2nd -> last |",
+                  "|---|---:|---:|---:|---|---:|---:|---|"]
+        for name, runs in small_results["runs"].items():
+            second, last = runs[1], runs[-1]
+            per_row = (last["bytes"] - second["bytes"]) / max(1, last["raw_rows"] - second["raw_rows"])
+            lines.append(
+                f"| {name} | {second['wall']:.1f} s | {last['wall']:.1f} s | {last['wall'] / second['wall']:.2f}x | "
+                f"{second['bytes'] / 1e6:.1f} -> {last['bytes'] / 1e6:.1f} MB | {per_row:,.0f} | "
+                f"{last['free_blocks']:,} of {last['free_blocks'] + last['used_blocks']:,} | "
+                f"{second['published_bytes'] / 1e6:.1f} -> {last['published_bytes'] / 1e6:.1f} MB |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.growth", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before", type=Path, help="a copy of the code to compare with")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--syncs", type=int, nargs="+", default=[5, 200, 1000])
+    parser.add_argument("--small-syncs", type=int, default=60)
+    parser.add_argument("--parts", nargs="+", choices=("synthetic", "small"), default=["synthetic", "small"])
+    parser.add_argument("--no-full-refresh", dest="full_refresh", action="store_false",
+                        help="leave out this tree's build with --full-refresh")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    trees = {"before": args.before.resolve()} if args.before else {}
+    trees["after"] = ROOT
+    load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    results: dict[str, Any] = {"repeat": args.repeat}
+    if "synthetic" in args.parts:
+        results["synthetic"] = synthetic(trees, args.syncs, args.repeat, args.full_refresh)
+    if "small" in args.parts:
+        results["small"] = small(trees, args.small_syncs)
+    m = machine()
+    results["machine"] = {"cpu": m.cpu, "date": m.date, "load_average": m.load_average, "load_before": load_before}
+    publish(results, WORK_DIR / "growth.json", args.out, PART, render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
