@@ -49,6 +49,8 @@ from pipelines.company_connections import (
     stream_namespaces,
 )
 from pipelines.company_connections.config import LIMITS
+from pipelines.company_connections.errors import ConfigurationError
+from pipelines.company_connections.urls import validate_base_url
 from pipelines.company_connections.schema import upgrade_raw
 
 from .config import check_source_settings
@@ -190,6 +192,10 @@ def source_settings(**overrides: Any) -> SourceSettings:
         raise SettingsError(_describe(exc)) from None
     except Exception as exc:  # noqa: BLE001 - turned into one clear line
         raise SyncError(_describe(exc), transient=False) from None
+    try:
+        validate_base_url(settings.base_url, settings.allow_insecure_http)
+    except ConfigurationError as exc:
+        raise SettingsError(f"{exc} ({_env('base_url')} or --base-url)") from None
     if not settings.password and not settings.access_token:
         raise SettingsError(f"no credentials: set email and password ({_env('email')} and {_env('password')}), or "
                             f"access_token ({_env('access_token')}), in .dlt/secrets.toml or the environment")

@@ -95,7 +95,7 @@ def summary_markdown(
         ]
 
     lines += ["", "## analytics", "", "| table | rows |", "|---|---:|"]
-    lines += [f"| `{table}` | {rows} |" for table, rows in row_counts.items()]
+    lines += [f"| `{table}` | {rows:,} |" for table, rows in row_counts.items()]
 
     failing = [c for c in checks if c.failing_rows]
     lines += ["", "## data checks", ""]

@@ -11,6 +11,7 @@ imports it.
 from __future__ import annotations
 
 import functools
+import traceback
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, TypeVar
@@ -208,14 +209,15 @@ def handle_errors(func: F) -> F:
             err.print("interrupted")
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as exc:
-            if _state["debug"]:
-                raise
+            if _state["debug"]:  # the traceback, then the same line and exit code as without
+                for text in "".join(traceback.format_exception(exc)).splitlines():
+                    err.print(escape(terminal_text(mask_secrets(text, _state["secrets"]))), highlight=False)
             full = disk_full_line(exc)  # said as such, whatever step the full disk stopped
             hint = full or hint_for(exc)
             known = hint is not None or raised_on_purpose(exc)
             text = hint or (str(exc) if known else f"{type(exc).__name__}: {exc}")
             error_line(text, None if hint else getattr(exc, "caret", None))
-            if not known:
+            if not known and not _state["debug"]:
                 err.print("run with --debug for the traceback", style="dim", highlight=False)
             code = exc.exit_code if isinstance(exc, DiligenceError) and full is None else EXIT_FAILED
             raise typer.Exit(code) from None

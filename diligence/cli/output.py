@@ -22,7 +22,7 @@ def final_line(result: Any) -> str:
     """The one line `diligence --quiet sync` prints for a :class:`~diligence.steps.PipelineResult`."""
     sync = result.sync
     line = (
-        f"synced {len(sync.namespaces) - len(sync.failed)}/{counted(len(sync.namespaces), 'namespace')} "
+        f"synced {len(sync.namespaces) - len(sync.failed)}/{len(sync.namespaces)} namespaces "
         f"into {sync.warehouse} in {sync.seconds:.1f}s"
     )
     if result.analytics is not None:
@@ -57,7 +57,7 @@ def print_sync(result: Any) -> None:
         )
     selected = f" (only {', '.join(result.resources)})" if getattr(result, "resources", None) else ""
     out.print(
-        f"synced {len(result.namespaces) - len(result.failed)}/{counted(len(result.namespaces), 'namespace')}"
+        f"synced {len(result.namespaces) - len(result.failed)}/{len(result.namespaces)} namespaces"
         f"{selected} into {result.warehouse} in {result.seconds:.1f}s",
         highlight=False,
     )

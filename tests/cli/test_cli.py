@@ -150,7 +150,7 @@ def test_export_bad_format(synced: Path, tmp_path: Path) -> None:
 def test_status_reports_syncs_counts_and_freshness(synced: Path) -> None:
     result = run(["status", "--warehouse", str(synced)], synced.parent)
     assert result.returncode == 0, result.stderr
-    for heading in ("Last syncs", "Freshness", "Rows", "raw.questionnaires"):
+    for heading in ("Last syncs", "Freshness", "Row versions", "raw.questionnaires"):
         assert heading in result.stdout
 
 

@@ -47,7 +47,7 @@ from tests.helpers import settings_for
 
 from .conftest import SharedRun
 
-OK = NamespaceOutcome("ns-ok", "success", 166, 215, 1, 0.42)
+OK = NamespaceOutcome("ns-ok", "success", 166, 215, 1, 0.42, versions_written=40)
 BROKEN = NamespaceOutcome(
     "ns-broken", "failed", 12, 0, 0, 1.5, error="GET /api/x failed after 6 attempt(s) | HTTP 503"
 )
@@ -85,13 +85,14 @@ def test_summary_lists_every_namespace_with_its_numbers() -> None:
         exported=[ExportedFile("answers", Path("reports/2026-01-31/answers.csv"), 1994)],
     )
 
-    assert "1 of 2 namespaces loaded, 178 requests, 215 rows, 1 sync issue." in markdown
-    assert "| `ns-ok` | loaded | 166 | 215 | 1 | 0.4 s |" in markdown
-    assert "| `ns-broken` | **failed** | 12 | 0 | 0 | 1.5 s |" in markdown
+    assert ("1 of 2 namespaces loaded, 178 requests, 215 rows received, 40 row versions written, "
+            "1 sync issue.") in markdown
+    assert "| `ns-ok` | loaded | 166 | 215 | 40 | 1 | 0.4 s |" in markdown
+    assert "| `ns-broken` | **failed** | 12 | 0 | 0 | 0 | 1.5 s |" in markdown
     assert "- `ns-broken`: GET /api/x failed after 6 attempt(s) \\| HTTP 503" in markdown
-    assert "| `analytics.answers` | 1994 |" in markdown
+    assert "| `analytics.answers` | 1,994 |" in markdown
     assert "1 of 2 checks failed:" in markdown and "- `answers__no_labels`: 3 rows" in markdown
-    assert "in `reports/2026-01-31/`:" in markdown and "- `answers.csv` (1994 rows)" in markdown
+    assert "in `reports/2026-01-31/`:" in markdown and "- `answers.csv` (1,994 rows)" in markdown
     assert "Analysts' copy: not replaced" in markdown
 
 

@@ -120,7 +120,7 @@ def _by_cli_flags(tmp_path: Path) -> tuple[list[bytes], list[str]]:
         in_url = f"http://{quote(DEFAULT_EMAIL)}:{quote(PASSWORD)}@127.0.0.1:{port}"
         refused = _cli(["--debug", "sync", "--base-url", in_url, "--warehouse", "data/w.duckdb"],
                        tmp_path, {})
-        assert refused.returncode == 1
+        assert refused.returncode == 2  # a setting's wrong value
         assert b"must not contain credentials" in refused.stderr
         outputs = [refused.stdout, refused.stderr]
         outputs += _user_run(

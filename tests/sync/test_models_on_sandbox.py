@@ -102,10 +102,12 @@ def test_changed_answer_shows_up_in_answer_changes(
 def test_the_models_fit_their_memory_bound_by_spilling(warehouse: Path, synced_small: Path) -> None:
     # The bound is scaled down to the small profile's size. With one DuckDB thread per
     # core the answer models' working sets outgrew it (as 160 MB on the `large` profile
-    # did, out of memory); under the bound one thread spills instead.
+    # did, out of memory); under the bound one thread spills instead. Two models build at
+    # a time (dbt's threads) and which two overlap varies from run to run: the bound
+    # keeps a margin over the 48-56 MB the first build (history marts in full) needs.
     copy_warehouse(synced_small, warehouse)  # a sync of the small sandbox
     owner = Warehouse(warehouse)
     with owner.writing():
-        result = build_models(owner, memory_limit="56MB", duckdb_threads=MODELS_THREADS)
+        result = build_models(owner, memory_limit="64MB", duckdb_threads=MODELS_THREADS)
         assert result.checks and all(check.passed for check in result.checks)
     assert result.row_counts["analytics.answer_history"] > 0
