@@ -11,6 +11,8 @@ dlt config as well, and an explicit value (a CLI option, a flow parameter) alway
     [schedule]
     cron = "0 6 * * *"             # SCHEDULE__CRON
     timezone = "UTC"               # SCHEDULE__TIMEZONE
+    [analytics]
+    timezone = "Europe/Zurich"     # ANALYTICS__TIMEZONE: whose calendar days expiry counts
     [warehouse]
     location = "data/warehouse.duckdb"   # or ducklake:postgres:<conninfo>; DILIGENCE_WAREHOUSE
     data_path = "/srv/lake"              # a lake's Parquet files; DILIGENCE_DATA_PATH
@@ -45,6 +47,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -71,6 +74,7 @@ __all__ = [
     "configured_expiring_within_days",
     "configured_namespaces",
     "configured_secret",
+    "analytics_timezone",
     "csv_raw",
     "evidence_enabled",
     "evidence_path",
@@ -118,6 +122,17 @@ def _comma_list(value: Any) -> Any:
     return value
 
 
+def _known_zone(value: Any) -> Any:
+    """An IANA time zone name (``Europe/Zurich``), as it is; anything else is refused."""
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
+        raise ValueError("is not a known time zone (an IANA name such as UTC or Europe/Zurich)") from None
+    return value
+
+
 def _lower(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
 
@@ -153,6 +168,10 @@ class ScheduleSection(_Section):
     timezone: Text = DEFAULT_TIMEZONE
 
 
+class AnalyticsSection(_Section):
+    timezone: Annotated[Text, AfterValidator(_known_zone)] = DEFAULT_TIMEZONE
+
+
 class NotificationsSection(_Section):
     block: Text | None = None
     kinds: Annotated[list[Text] | None, BeforeValidator(_comma_list)] = None
@@ -175,13 +194,14 @@ class AppSettings(_Section):
     warehouse: WarehouseSection = WarehouseSection()
     evidence: EvidenceSection = EvidenceSection()
     schedule: ScheduleSection = ScheduleSection()
+    analytics: AnalyticsSection = AnalyticsSection()
     notifications: NotificationsSection = NotificationsSection()
     export: ExportSection = ExportSection()
     source: SourceSection = SourceSection()
 
 
 #: the model's sections -> their place in dlt's config
-_SECTIONS = {"warehouse": "warehouse", "evidence": "evidence", "schedule": "schedule",
+_SECTIONS = {"warehouse": "warehouse", "evidence": "evidence", "schedule": "schedule", "analytics": "analytics",
              "notifications": "notifications", "export": "export", "source": "sources.company_connections"}
 
 
@@ -294,6 +314,13 @@ def expiring_within_days(value: int | None = None) -> int:
     """Days ahead that count as 'expiring': `value`, else config, else 30. Asked once per
     build, by :func:`diligence.steps.analytics_step`; every other caller passes None on."""
     return int(value) if value is not None else settings().source.expiring_within_days
+
+
+def analytics_timezone(value: str | None = None) -> str:
+    """The time zone whose calendar days `days_until_expiry` and the expiry statuses
+    count: `value`, else config ``analytics.timezone``, else UTC. Asked once per build,
+    by :func:`diligence.steps.analytics_step`."""
+    return str(_known_zone(value)) if value is not None else settings().analytics.timezone
 
 
 def csv_raw(value: bool = False) -> bool:

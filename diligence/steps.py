@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .attempts import record_failed_attempt
+from .config import analytics_timezone
 from .config import csv_raw as configured_csv_raw
 from .config import expiring_within_days as configured_expiry
 from .errors import SyncError, WarehouseNotReadyError
@@ -111,6 +112,7 @@ def analytics_step(
     as_of: datetime | None = None,
     wait_seconds: float = 0.0,
     full_refresh: bool = False,
+    time_zone: str | None = None,
 ) -> AnalyticsResult:
     """Build the models, run the checks, publish the analysts' copy if they pass.
     The history marts are extended by the syncs since their last build; `full_refresh`
@@ -118,7 +120,8 @@ def analytics_step(
 
     `expiring_within_days` None means as configured: this is where the window is
     resolved (:func:`diligence.config.expiring_within_days`), once, for the CLI, the demo
-    and the flows alike; they pass None unless the user gave a number.
+    and the flows alike; they pass None unless the user gave a number. So is
+    `time_zone`, whose calendar days expiry counts (:func:`diligence.config.analytics_timezone`).
 
     Refused (:class:`~diligence.errors.WarehouseNotReadyError`, one line naming each
     namespace) while a namespace's last sync attempt ended before it was committed: the
@@ -141,6 +144,7 @@ def analytics_step(
         return rebuild_analytics(
             warehouse,
             expiring_within_days=configured_expiry(expiring_within_days),
+            time_zone=analytics_timezone(time_zone),
             as_of=as_of,
             wait_seconds=wait_seconds,
             full_refresh=full_refresh,

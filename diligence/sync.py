@@ -50,8 +50,8 @@ from pipelines.company_connections import (
 )
 from pipelines.company_connections.config import LIMITS
 from pipelines.company_connections.errors import ConfigurationError
-from pipelines.company_connections.urls import validate_base_url
 from pipelines.company_connections.schema import upgrade_raw
+from pipelines.company_connections.urls import validate_base_url
 
 from .config import check_source_settings
 from .errors import SettingsError, SyncError, raised_on_purpose

@@ -44,6 +44,7 @@ def rebuild_analytics(
     as_of: datetime | None = None,
     wait_seconds: float = 0.0,
     full_refresh: bool = False,
+    time_zone: str = "UTC",
 ) -> AnalyticsResult:
     """Build the models and run the checks (dbt's data tests) on them in one ``dbt
     build``, swap them into `analytics`, and publish the copy.
@@ -58,7 +59,7 @@ def rebuild_analytics(
     with owner.writing(wait_seconds=wait_seconds):
         # dbt opens the warehouse itself: a file is not held open meanwhile
         models = _build_within_memory(owner, expiring_within_days=expiring_within_days, as_of=as_of,
-                                      full_refresh=full_refresh)
+                                      full_refresh=full_refresh, time_zone=time_zone)
         checks = models.checks
         published = None
         # a lake is read in place by analysts (read-only ATTACH): no copy

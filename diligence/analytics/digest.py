@@ -25,10 +25,10 @@ from typing import Any
 
 import duckdb
 
-from ..errors import KindError, SettingsError
+from ..errors import KindError, SettingsError, WarehouseNotReadyError
 from ..safe_text import terminal_text
 
-__all__ = ["KINDS", "NOTIFY_KINDS", "MAX_LISTED", "Change", "Digest", "parse_kinds", "read_digest"]
+__all__ = ["COLUMNS", "KINDS", "NOTIFY_KINDS", "MAX_LISTED", "Change", "Digest", "parse_kinds", "read_digest"]
 
 #: every change_kind of analytics.changes, in the order a digest lists them
 KINDS: tuple[str, ...] = (
@@ -60,45 +60,57 @@ def parse_kinds(values: Iterable[str] | None, *, allowed: Sequence[str] = KINDS,
 
 @dataclass(frozen=True)
 class Change:
-    """One row of ``analytics.changes``, with the names a reader needs."""
+    """One row of ``analytics.changes``, in its ids and in words."""
 
     sync_id: str
     detected_at: datetime
     namespace_company_id: str
     company_id: str | None
     company_name: str | None
+    is_own_company: bool
     company_type_id: str | None
     field_id: str | None
     document_id: str | None
     change_kind: str
+    #: the question's label, the document's name, the key path (None: the company itself)
+    item_label: str | None
     old_value: str | None
     new_value: str | None
+    #: old_value / new_value in words (dates as dates, options by label)
+    old_text: str | None
+    new_text: str | None
     response_sha256: str | None
-    field_label: str | None = None
-    document_name: str | None = None
+
+    @property
+    def field_label(self) -> str | None:
+        """The question's or template field's label (answer and template changes)."""
+        return self.item_label if self.change_kind.startswith(("answer_", "template_")) else None
+
+    @property
+    def document_name(self) -> str | None:
+        """The document's name (document changes)."""
+        return self.item_label if self.change_kind.startswith("document_") else None
 
     def row(self) -> dict[str, Any]:
         """The row as JSON values (timestamps in ISO 8601, UTC)."""
         values = asdict(self)
         values["detected_at"] = self.detected_at.astimezone(timezone.utc).isoformat()
+        values["field_label"], values["document_name"] = self.field_label, self.document_name
         return values
 
     def line(self) -> str:
-        """One line of the digest (terminal-safe)."""
+        """One line of the digest, in words (terminal-safe)."""
         kind = self.change_kind.replace("_", " ")
         where = f" [{self.company_type_id}]" if self.company_type_id else ""
-        if self.change_kind.startswith("answer_"):
-            subject = f"{self.field_label or self.field_id}{where}"
-        elif self.change_kind.startswith("document_"):
-            subject = f"{self.document_name or self.document_id}{where}"
-        elif self.change_kind.startswith("template_"):
-            subject = f"{self.company_type_id} {self.field_id}"
-        elif self.change_kind.startswith("service_key_"):
-            subject = f"{self.new_value or self.old_value} {self.field_id}"
-            return terminal_text(f"- {kind}: {subject}")
+        if self.change_kind.startswith("service_key_"):
+            return terminal_text(f"- {kind}: {self.new_value or self.old_value} {self.item_label or self.field_id}")
+        if self.change_kind.startswith("template_"):
+            subject = f"{self.company_type_id} {self.item_label or self.field_id}"
+        elif self.change_kind.startswith(("answer_", "document_")):
+            subject = f"{self.item_label or self.field_id or self.document_id}{where}"
         else:
             subject = ""
-        change = _arrow(self.old_value, self.new_value)
+        change = _arrow(self.old_text, self.new_text)
         text = f"- {kind}" + (f": {subject}" if subject else "") + (f": {change}" if change else "")
         return terminal_text(text)
 
@@ -201,40 +213,16 @@ class Digest:
         return groups
 
 
-_SELECT = """
-with
-field_labels as (
-    select company_type_id, field_id, any_value(field_label) as field_label
-    from analytics.answers
-    group by all
-),
-document_names as (
-    select namespace_company_id, company_id, company_type_id, document_id,
-        arg_max(document_name, valid_from) as document_name
-    from analytics.document_history
-    group by all
-)
-select
-    changes.sync_id, changes.detected_at, changes.namespace_company_id, changes.company_id,
-    changes.company_name, changes.company_type_id, changes.field_id, changes.document_id,
-    changes.change_kind, changes.old_value, changes.new_value, changes.response_sha256,
-    field_labels.field_label, document_names.document_name
+#: the columns of analytics.changes a digest reads, in the order of :class:`Change`
+COLUMNS: tuple[str, ...] = tuple(Change.__dataclass_fields__)
+
+_SELECT = f"""
+select {", ".join(COLUMNS)}
 from analytics.changes
-left join field_labels
-    on changes.change_kind like 'answer_%'
-    and field_labels.company_type_id = changes.company_type_id
-    and field_labels.field_id = changes.field_id
-left join document_names
-    on changes.document_id is not null
-    and document_names.namespace_company_id = changes.namespace_company_id
-    and document_names.company_id = changes.company_id
-    and document_names.company_type_id = changes.company_type_id
-    and document_names.document_id = changes.document_id
-where changes.detected_at >= ?::timestamptz
-    and (?::varchar is null or changes.company_id = ?::varchar)
-    and (?::varchar[] is null or list_contains(?::varchar[], changes.change_kind))
-order by changes.detected_at, changes.namespace_company_id, changes.company_id, changes.change_kind,
-    changes.company_type_id, changes.field_id, changes.document_id
+where detected_at >= ?::timestamptz
+    and (?::varchar is null or company_id = ?::varchar)
+    and (?::varchar[] is null or list_contains(?::varchar[], change_kind))
+order by detected_at, namespace_company_id, company_id, change_kind, company_type_id, field_id, document_id
 """
 
 
@@ -287,6 +275,12 @@ def read_digest(
     digest.syncs = {sync_id: at for sync_id, at in runs if at >= start}
     earlier = [at for _sync_id, at in runs if at < start]
     digest.previous_at = max(earlier) if earlier else None
+    present = {row[0] for row in con.execute(
+        "select column_name from duckdb_columns() where database_name = current_database() "
+        "and schema_name = 'analytics' and table_name = 'changes'").fetchall()}
+    if not set(COLUMNS) <= present:
+        raise WarehouseNotReadyError("analytics.changes was built by an earlier release (it has no "
+                                     f"{', '.join(c for c in COLUMNS if c not in present)}); run `diligence models`")
     kind_list = None if kinds is None else list(kinds)
     rows = con.execute(_SELECT, [start, company, company, kind_list, kind_list]).fetchall()
     digest.changes = [Change(*row) for row in rows]

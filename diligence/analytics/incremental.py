@@ -60,7 +60,7 @@ __all__ = [
 STATE_TABLE = "staging.incremental_state"
 _STATE_COLUMNS = "relation varchar, fingerprint varchar, watermarks varchar, built_at timestamptz"
 #: The project's macros that read a build parameter, and that parameter (a dbt var).
-_PARAMETER_MACROS = {"expiring_within_days": "expiring_within_days", "as_of": "as_of"}
+_PARAMETER_MACROS = {"expiring_within_days": "expiring_within_days", "as_of": "as_of", "time_zone": "time_zone"}
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ lake, sees the previous build or the new one, never half of one. A failing model
 naming the model. The history marts are incremental: the swap keeps each one's replaced
 table as the next build's `<name>__build`, which that build extends (:mod:`.incremental`).
 
-Parameters reach the SQL as dbt vars of the invocation: ``as_of`` (UTC timestamp) and
-``expiring_within_days``.
+Parameters reach the SQL as dbt vars of the invocation: ``as_of`` (UTC timestamp),
+``expiring_within_days`` and ``time_zone`` (whose calendar days expiry counts).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+import zoneinfo
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -81,6 +82,8 @@ __all__ = [
 class ModelsResult:
     as_of: datetime  # naive UTC
     expiring_within_days: int
+    #: the time zone whose calendar days days_until_expiry counts
+    time_zone: str = "UTC"
     # model ("staging.stg_x", "analytics.answers") -> seconds, in the order dbt ran them
     timings: dict[str, float] = field(default_factory=dict)
     row_counts: dict[str, int] = field(default_factory=dict)  # analytics table -> rows
@@ -103,6 +106,7 @@ def build_models(
     duckdb_threads: int | None = None,
     project_dir: Path = PROJECT_DIR,
     full_refresh: bool = False,
+    time_zone: str = "UTC",
 ) -> ModelsResult:
     """Build the dbt project beside `analytics` and run its checks, then swap the build
     in (see the module docstring).
@@ -128,6 +132,7 @@ def build_models(
     variables: dict[str, Any] = {
         "as_of": as_of_utc.isoformat(sep=" "),
         "expiring_within_days": expiring_within_days,
+        "time_zone": _known_time_zone(time_zone),
     }
     manifest = prepare("build", project_dir)
     variables["fingerprints"] = fingerprints(manifest, variables)
@@ -173,6 +178,7 @@ def build_models(
     return ModelsResult(
         as_of=as_of_utc,
         expiring_within_days=expiring_within_days,
+        time_zone=variables["time_zone"],
         timings=timings,
         row_counts=row_counts,
         seconds=time.perf_counter() - started,
@@ -374,6 +380,15 @@ def _session(warehouse: Any, location: WarehouseLocation) -> Iterator[duckdb.Duc
         return
     with Warehouse(location).session(memory_limit=None) as con:
         yield con
+
+
+def _known_time_zone(name: str) -> str:
+    """`name` if it is an IANA time zone (``UTC``, ``Europe/Zurich``), else ValueError."""
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError):
+        raise ValueError(f"time_zone {name!r} is not a known time zone (an IANA name such as UTC)") from None
+    return name
 
 
 def _to_naive_utc(value: datetime) -> datetime:

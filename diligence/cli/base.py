@@ -11,6 +11,7 @@ imports it.
 from __future__ import annotations
 
 import functools
+import shlex
 import traceback
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -143,7 +144,19 @@ def _no_warehouse(owner: Warehouse) -> WarehouseNotReadyError:
     hint = ""
     if owner.path == DEFAULT_WAREHOUSE and DEMO_WAREHOUSE.exists():
         hint = f" (`diligence demo` wrote {DEMO_WAREHOUSE}: pass --warehouse {DEMO_WAREHOUSE})"
-    return WarehouseNotReadyError(f"no warehouse at {owner.display()}; run `diligence sync` first{hint}")
+    return WarehouseNotReadyError(f"no warehouse at {owner.display()}; run `{command_for(owner, 'sync')}` first{hint}")
+
+
+def command_for(owner: Warehouse, command: str) -> str:
+    """`diligence <command>` for the warehouse the user gave (its --warehouse, and a
+    lake's --data-path, unless they are the defaults), for a hint to copy."""
+    words = ["diligence", command]
+    if owner.path is None or owner.path != DEFAULT_WAREHOUSE:
+        words += ["--warehouse", owner.display()]
+    data_path = getattr(owner.location, "data_path", None) if owner.path is None else None
+    if data_path:
+        words += ["--data-path", str(data_path)]
+    return shlex.join(words)
 
 
 def _quiet() -> bool:

@@ -18,6 +18,7 @@ from .base import (
     _require_data,
     _warehouse,
     app,
+    command_for,
     handle_errors,
     out,
 )
@@ -57,7 +58,8 @@ def changes(
     with owner.session(read_only=True, memory_limit=None) as con:
         if "analytics.changes" not in table_names(con):
             raise WarehouseNotReadyError(
-                f"{owner.display()} has no analytics.changes yet; run `diligence models` (or a sync) first")
+                f"{owner.display()} has no analytics.changes yet; run `{command_for(owner, 'models')}` "
+                "(or a sync) first")
         digest = read_digest(con, since=since, company=company, kinds=kinds)
     if as_json:
         out.print(json.dumps([change.row() for change in digest.changes]), highlight=False, markup=False,

@@ -31,6 +31,7 @@ from .base import (
     _state,
     _warehouse,
     app,
+    command_for,
     err,
     handle_errors,
     out,
@@ -142,6 +143,8 @@ def sync(
         print_downloads(result.downloads, download_documents)
     if result.analytics is not None and not _quiet():
         print_analytics(result.analytics, owner)
+    if no_models and not _quiet():
+        out.print(f"models not built (--no-models): `{command_for(owner, 'models')}` builds them", highlight=False)
     if result.downloads is not None and result.downloads.failed:
         raise CommandError(f"{result.downloads.failed} document downloads failed (see the log above)")
     if result.analytics is not None and result.analytics.failed_checks:

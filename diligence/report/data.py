@@ -154,7 +154,7 @@ with per_counterparty as (
     group by company_id
 ),
 names as (
-    select company_id, any_value(name) as name from analytics.connections group by 1
+    select company_id, any_value(company_name) as name from analytics.connections group by 1
 )
 select coalesce(p.company_name, names.name, p.company_id) as counterparty, p.company_id,
        p.namespaces, p.questionnaires, cast(p.answered_fields as bigint) as answered_fields,
@@ -205,8 +205,8 @@ def _names(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         f"""
         create or replace temp table {NAMES} as
-        select company_id, coalesce(any_value(name), company_id) as counterparty from (
-            select company_id, name from analytics.connections
+        select company_id, coalesce(any_value(company_name), company_id) as counterparty from (
+            select company_id, company_name from analytics.connections
             union all select company_id, company_name from analytics.questionnaire_completeness
             union all select company_id, company_name from analytics.document_expiry
         ) group by company_id
@@ -230,7 +230,8 @@ def _changes(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         select c.namespace_company_id, c.company_id,
                coalesce(c.company_name, c.company_id, '(the service)') as counterparty,
                c.change_kind, c.company_type_id,
-               coalesce(c.field_id, c.document_id) as item, c.old_value, c.new_value, c.detected_at
+               coalesce(c.item_label, c.field_id, c.document_id) as item, c.old_text as before,
+               c.new_text as after, strftime(timezone('UTC', c.detected_at), '%Y-%m-%d %H:%M') as detected_at
         from ({latest}) c
         order by c.company_id is null, counterparty, c.company_id, c.change_kind, c.company_type_id, item,
                  c.namespace_company_id

@@ -13,3 +13,9 @@
 {% macro expiring_within_days() -%}
     cast({{ var('expiring_within_days') | int }} as integer)
 {%- endmacro %}
+
+{#- time_zone(): var `time_zone` (an IANA name such as 'Europe/Zurich', checked by
+    diligence before the build) as a SQL string: the zone whose calendar days count. -#}
+{% macro time_zone() -%}
+    {{ sql_string(var('time_zone', 'UTC') or 'UTC') }}
+{%- endmacro %}

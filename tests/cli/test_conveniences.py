@@ -238,3 +238,18 @@ def test_help_lists_the_conveniences(tmp_path: Path) -> None:
     for option in ("--select", "--json-summary", "--password-stdin"):
         assert option in sync_help.stdout
     assert "--json" in run(["status", "-h"], tmp_path).stdout
+
+
+# -- hints keep the options that were given ------------------------------------------------
+def test_hints_name_the_warehouse_that_was_given(server: SandboxServer, tmp_path: Path) -> None:
+    synced = run(["sync", "--base-url", server.base_url, "-w", "my data/w.duckdb", "--no-models"],
+                 tmp_path, CREDENTIALS)
+    assert synced.returncode == 0, synced.stderr
+    assert "models not built (--no-models): `diligence models --warehouse 'my data/w.duckdb'` builds them" \
+        in synced.stdout
+    changes = run(["changes", "-w", "my data/w.duckdb"], tmp_path)
+    assert changes.returncode == 2
+    assert "run `diligence models --warehouse 'my data/w.duckdb'` (or a sync) first" in changes.stderr
+    missing = run(["status", "-w", "elsewhere.duckdb"], tmp_path)
+    assert missing.returncode == 2
+    assert "run `diligence sync --warehouse elsewhere.duckdb` first" in missing.stderr

@@ -78,7 +78,7 @@ def test_csv_cells_never_start_a_formula_and_parquet_keeps_the_text(hostile_run)
             assert not values.str.startswith(_TRIGGERS).any(), (path.name, column)
             guarded += int(values.str.startswith("'=").sum())
     assert guarded > 0  # the hostile text did reach the exports
-    names = set(pd.read_parquet(work / "pq" / "connections.parquet")["name"])
+    names = set(pd.read_parquet(work / "pq" / "connections.parquet")["company_name"])
     assert "=cmd|' /C calc'!A0" in names
 
 
@@ -97,7 +97,7 @@ def test_artifacts_show_upstream_text_escaped(hostile_run) -> None:  # type: ign
     shown = " ".join(str(v) for row in rows for v in row.values())
     assert not _CONTROLS.search(shown)
     with duckdb.connect(str(work / "w.duckdb"), read_only=True) as con:
-        names = [n for (n,) in con.execute("select distinct name from analytics.connections").fetchall()]
+        names = [n for (n,) in con.execute("select distinct company_name from analytics.connections").fetchall()]
     assert set(HOSTILE_TEXTS) & set(names)
     outcomes = [NamespaceOutcome(namespace_company_id=name, status="failed", requests=1, rows=0, issues=0,
                                  duration_seconds=0.1, error=name) for name in names]

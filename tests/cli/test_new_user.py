@@ -74,7 +74,7 @@ def test_one_exit_code_per_kind_of_error_on_every_command(tmp_path: Path) -> Non
         result = run([*command, "--warehouse", str(missing)], tmp_path)
         assert result.returncode == 2, (command, result.stderr)
         assert error_lines(result.stderr) == [
-            f"error: no warehouse at {missing}; run `diligence sync` first"], command
+            f"error: no warehouse at {missing}; run `diligence sync --warehouse {missing}` first"], command
     raw_only = tmp_path / "raw-only.duckdb"
     with duckdb.connect(str(raw_only)) as con:
         con.execute("create schema raw; create table raw.sync_runs (sync_id varchar)")

@@ -128,7 +128,7 @@ def test_missing_raw_columns_become_null(tmp_path: Path) -> None:
         con.execute("""insert into raw.connections values ('ns', 'c1', 'Acme', '["t1"]', now())""")
     build_models(path, as_of=AS_OF)
     [row] = rows(path, "select * from analytics.connections")
-    assert (row["name"], row["lei"], row["cin"], row["country"]) == ("Acme", None, None, None)
+    assert (row["company_name"], row["lei"], row["cin"], row["country"]) == ("Acme", None, None, None)
     assert row["given_company_type_ids"] == ["t1"]
     assert row["received_company_type_ids"] == []
 
@@ -152,13 +152,13 @@ def test_connections_join_company_details(clean_warehouse: Path) -> None:
     result = by("company_id", rows(clean_warehouse, "select * from analytics.connections"))
     assert set(result) == {"c1", "c2"}
     acme = result["c1"]
-    assert (acme["name"], acme["city"], acme["lei"]) == ("Acme", "Oslo", "LEI1")
+    assert (acme["company_name"], acme["city"], acme["lei"]) == ("Acme", "Oslo", "LEI1")
     assert (acme["given_company_type_ids"], acme["received_company_type_ids"]) == (
         ["t1", "t2"],
         ["t1"],
     )
     bravo = result["c2"]
-    assert (bravo["name"], bravo["city"], bravo["is_detail_available"]) == ("Bravo", None, False)
+    assert (bravo["company_name"], bravo["city"], bravo["is_detail_available"]) == ("Bravo", None, False)
     assert bravo["given_company_type_ids"] == []
 
 
@@ -331,6 +331,7 @@ def test_answers_wide(tmp_path: Path) -> None:
         "namespace_company_id",
         "company_id",
         "company_name",
+        "is_own_company",
         "company_type_id",
         "revenue_eur",
         "markets",
@@ -341,6 +342,7 @@ def test_answers_wide(tmp_path: Path) -> None:
         "namespace_company_id": NS,
         "company_id": "c1",
         "company_name": "Acme",
+        "is_own_company": False,
         "company_type_id": "t1",
         "revenue_eur": "10",
         "markets": "EU; US",
@@ -374,6 +376,7 @@ def test_answers_wide_without_answers(tmp_path: Path) -> None:
             "namespace_company_id": NS,
             "company_id": NS,
             "company_name": None,
+            "is_own_company": True,
             "company_type_id": "t1",
         }
     ]

@@ -22,17 +22,23 @@ def at(offset: timedelta) -> str:
 
 
 CASES = {
-    # document_id: (expiration_date as sent, expected status, expected days_until_expiry)
-    "one_second_before_now": (at(-timedelta(seconds=1)), "expired", -1),
+    # document_id: (expiration_date as sent, expected status, expected days_until_expiry);
+    # days are calendar days (UTC here): AS_OF is 12:00 on 1 March 2026
+    "yesterday_last_second": ("2026-02-28T23:59:59", "expired", -1),
+    "one_second_before_now": (at(-timedelta(seconds=1)), "expiring", 0),
+    "today_midnight": ("2026-03-01T00:00:00", "expiring", 0),
     "long_expired": (at(-timedelta(days=400)), "expired", -400),
     "exactly_now": (at(timedelta(0)), "expiring", 0),
     "one_second_after_now": (at(timedelta(seconds=1)), "expiring", 0),
+    "today_last_second": ("2026-03-01T23:59:59", "expiring", 0),
     "in_a_day": (at(timedelta(days=1)), "expiring", 1),
     "exactly_now_plus_n": (at(timedelta(days=30)), "expiring", 30),
-    "one_second_past_window": (at(timedelta(days=30, seconds=1)), "valid", 30),
+    "one_second_past_window": (at(timedelta(days=30, seconds=1)), "expiring", 30),
+    "last_second_of_window": ("2026-03-31T23:59:59", "expiring", 30),
+    "day_after_window": ("2026-04-01T00:00:00", "valid", 31),
     "next_year": (at(timedelta(days=365)), "valid", 365),
     "with_utc_offset": ((AS_OF + timedelta(hours=1)).strftime(FMT) + "+01:00", "expiring", 0),
-    "with_z": (at(-timedelta(seconds=1)) + "Z", "expired", -1),
+    "with_z": ("2026-02-28T23:59:59Z", "expired", -1),
     "null": (None, "no_expiry", None),
     "empty": ("", "no_expiry", None),
     "blank": ("   ", "no_expiry", None),
@@ -110,6 +116,20 @@ def test_window_and_aware_as_of(raw_documents: Path) -> None:
     assert result["in_a_day"]["expiry_status"] == "expiring"
     assert result["exactly_now_plus_n"]["expiry_status"] == "valid"
     assert result["exactly_now"]["expiry_status"] == "expiring"
+
+
+def test_days_are_those_of_the_configured_time_zone(raw_documents: Path) -> None:
+    """At 23:30 UTC on 1 March it is 2 March in Tokyo: a document of 1 March has expired
+    there (-1), and one of the next day is due today (0)."""
+    late = AS_OF.replace(hour=23, minute=30)
+    result = build_models(raw_documents, as_of=late, time_zone="Asia/Tokyo")
+    assert result.time_zone == "Asia/Tokyo"
+    found = by("document_id", rows(raw_documents, "select * from analytics.document_expiry"))
+    assert (found["today_last_second"]["expiry_status"], found["today_last_second"]["days_until_expiry"]) == (
+        "expired", -1)
+    assert found["in_a_day"]["days_until_expiry"] == 0
+    with pytest.raises(ValueError, match="not a known time zone"):
+        build_models(raw_documents, time_zone="Mars/Olympus")
 
 
 def test_default_as_of_is_build_time(raw_documents: Path) -> None:

@@ -62,7 +62,7 @@ def test_a_folder_named_with_a_quote(clean_warehouse: Path, tmp_path: Path, fmt:
 def test_csv_has_header_and_readable_lists(clean_warehouse: Path, tmp_path: Path) -> None:
     export_of(clean_warehouse, tmp_path, "csv")
     text = (tmp_path / "connections.csv").read_text(encoding="utf-8")
-    assert text.splitlines()[0].startswith("namespace_company_id,company_id,name,")
+    assert text.splitlines()[0].startswith("namespace_company_id,company_id,company_name,is_own_company,")
     connections = pd.read_csv(tmp_path / "connections.csv", keep_default_na=False)
     acme = connections[connections.company_id == "c1"].iloc[0]
     assert json.loads(acme.given_company_type_ids) == ["t1", "t2"]
@@ -125,6 +125,7 @@ def test_export_of_empty_models(tmp_path: Path) -> None:
         "namespace_company_id",
         "company_id",
         "company_name",
+        "is_own_company",
         "company_type_id",
     ]
 
@@ -167,11 +168,11 @@ def test_csv_neutralises_formula_triggers_and_parquet_keeps_values(
     texts = dict(zip(answers.field_id, answers.answer_text, strict=True))
     assert texts == {"cmd": "'" + FORMULA, "plus": "'+1+1", "tab": "'\t@SUM(1)", "plain": "a = b"}
     connections = pd.read_csv(tmp_path / "csv" / "connections.csv", keep_default_na=False)
-    assert list(connections.name) == ["'" + HYPERLINK]
+    assert list(connections.company_name) == ["'" + HYPERLINK]
     assert answers.field_position.dtype.kind == "i"  # numbers stay numbers
     parquet = pd.read_parquet(tmp_path / "parquet" / "answers.parquet")
     assert dict(zip(parquet.field_id, parquet.answer_text, strict=True))["cmd"] == FORMULA
-    assert list(pd.read_parquet(tmp_path / "parquet" / "connections.parquet").name) == [HYPERLINK]
+    assert list(pd.read_parquet(tmp_path / "parquet" / "connections.parquet").company_name) == [HYPERLINK]
 
 
 def test_csv_raw_writes_values_as_received(hostile_warehouse: Path, tmp_path: Path) -> None:

@@ -116,7 +116,7 @@ def make_lifecycle_raw(path: Path) -> Path:
         "documents",
         [
             document(NS, "c1", "t1", "d1", "2026-06-01T00:00:00", valid_from=S1, valid_to=S3),
-            document(NS, "c1", "t1", "d1", "2026-01-05T00:00:00", valid_from=S3),
+            document(NS, "c1", "t1", "d1", "2026-01-04T00:00:00", valid_from=S3),
             document(NS, "c1", "t1", "d-gone", "2027-01-01T00:00:00", valid_from=S1, valid_to=S2),
             document(NS, "c2", "t1", "d2", "2026-12-01T00:00:00", valid_from=S1, valid_to=S3),
             document(NS, "c3", "t1", "d3", "2026-01-20T00:00:00", valid_from=S1, valid_to=S2),
@@ -159,7 +159,7 @@ def test_removed_connection_keeps_its_history(warehouse: Path) -> None:
         warehouse,
         "select * from analytics.connection_history where company_id = 'c2'",
     )
-    assert (version["name"], version["valid_from"], version["valid_to"]) == ("Bravo", S1, S3)
+    assert (version["company_name"], version["valid_from"], version["valid_to"]) == ("Bravo", S1, S3)
     assert (version["is_current"], version["change_type"], version["end_reason"]) == (
         False,
         "connected",

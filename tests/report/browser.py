@@ -48,9 +48,12 @@ def _run(page: Path, extra: list[str], timeout: float) -> tuple[str, float]:
     return result.stdout, seconds
 
 
-def dump_dom(page: Path, *, budget_ms: int = 30_000, timeout: float = 120) -> tuple[str, float]:
-    """(the DOM after the page's scripts settled, wall seconds of the whole browser run)."""
-    return _run(page, [f"--virtual-time-budget={budget_ms}", "--dump-dom"], timeout)
+def dump_dom(page: Path, *, budget_ms: int = 30_000, timeout: float = 120,
+             width: int = 1280, height: int = 2000) -> tuple[str, float]:
+    """(the DOM after the page's scripts settled in a window `width` pixels wide, wall
+    seconds of the whole browser run)."""
+    return _run(page, [f"--virtual-time-budget={budget_ms}", f"--window-size={width},{height}", "--dump-dom"],
+                timeout)
 
 
 def screenshot(

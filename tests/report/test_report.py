@@ -76,16 +76,20 @@ def test_changes_since_the_previous_sync(synced: Synced) -> None:
     company, type_id, field_id = synced.changed_answer
     ns, removed = synced.removed_connection
     seen = {(r["change_kind"], r["company_id"], r["item"]) for r in rows}
+    label = query(synced.warehouse, "select any_value(field_label) from analytics.answers where company_id = ? "
+                  "and company_type_id = ? and field_id = ?", company, type_id, field_id)[0][0]
     assert seen == {
-        ("answer_changed", company, field_id),
+        ("answer_changed", company, label),  # the question, in words
         ("document_changed", *_document(synced, synced.changed_document)),
         ("document_newly_expired", *_document(synced, synced.changed_document)),  # moved to 2021
         ("document_removed", *_document(synced, synced.deleted_document)),
         ("connection_removed", removed, None),
     }
-    assert {r["new_value"] for r in rows if r["change_kind"] == "answer_changed"} == {"Revised answer"}
-    assert {r["new_value"] for r in rows if r["change_kind"] == "document_changed"} == {
-        '{"expirationDate":"2021-03-04T00:00:00"}'}
+    assert {r["after"] for r in rows if r["change_kind"] == "answer_changed"} == {"Revised answer"}
+    assert {r["after"] for r in rows if r["change_kind"] == "document_changed"} == {
+        "expiration date: 2021-03-04"}
+    assert {r["after"] for r in rows if r["change_kind"] == "document_newly_expired"} == {
+        "expired since 2021-03-04"}
     assert [r["namespace_company_id"] for r in rows if r["change_kind"] == "connection_removed"] == [ns]
     assert changes["total"] == len(rows) == sum(changes["counts"].values())
     html = render_html(collect_of(synced.warehouse))
@@ -93,9 +97,9 @@ def test_changes_since_the_previous_sync(synced: Synced) -> None:
 
 
 def _document(synced: Synced, document_id: str) -> tuple[str, str]:
-    [(company_id,)] = query(synced.warehouse, "select distinct company_id from raw.documents "
-                            "where document_id = ?", document_id)
-    return company_id, document_id
+    [(company_id, name)] = query(synced.warehouse, "select company_id, any_value(name) from raw.documents "
+                                 "where document_id = ? group by 1", document_id)
+    return company_id, name
 
 
 def test_first_sync_reports_no_changes(synced: Synced) -> None:

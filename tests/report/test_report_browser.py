@@ -11,7 +11,7 @@ import pytest
 
 from tests.helpers import query
 
-from .browser import dump_dom
+from .browser import dump_dom, screenshot
 from .conftest import Synced, headline_totals
 
 pytestmark = pytest.mark.slow
@@ -111,6 +111,27 @@ def test_tables_were_built_by_the_script(synced: Synced, rendered: tuple[str, El
                        "where r.namespace_company_id = c.namespace_company_id)")[0]
     assert page.tables["changes"].get("data-rows") == str(changes)  # the change feed
     assert "Revised answer" in dom  # the changed answer is listed
+
+
+def test_the_changes_speak_in_words_and_fit_their_card(synced: Synced, rendered: tuple[str, Elements],
+                                                      tmp_path: Path) -> None:
+    """At 1,280 pixels nothing runs past its card; the changes show the question's label
+    and the document's name, dates as dates, sync issues their message: no ids, no JSON."""
+    dom, page = rendered
+    assert page.body.get("data-overflow-px") == "0"
+    company, type_id, field_id = synced.changed_answer
+    (label,) = query(synced.warehouse, "select field_label from analytics.answers where company_id = ? "
+                     "and company_type_id = ? and field_id = ? limit 1", company, type_id, field_id)[0]
+    (name,) = query(synced.warehouse, "select any_value(document_name) from analytics.document_history "
+                    "where document_id = ?", synced.changed_document)[0]
+    changes = dom[dom.index('data-table="changes"'):dom.index('data-table="issues"')]
+    assert f"<td>{label}</td>" in changes and f"<td>{name}</td>" in changes
+    assert "expiration date: 2021-03-04" in changes
+    assert "{&quot;" not in changes and '{"' not in changes and "T00:00:00" not in changes
+    issues = dom[dom.index('data-table="issues"'):]
+    assert '{"message"' not in issues and "{&quot;message" not in issues
+    png = screenshot(synced.report, tmp_path / "report.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_an_empty_warehouse_still_draws(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ def test_missing_warehouse_is_one_clear_line(tmp_path: Path) -> None:
     result = run(["report", "--warehouse", str(missing), "--out", "r.html"], tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        f"error: no warehouse at {missing}; run `diligence sync` first"
+        f"error: no warehouse at {missing}; run `diligence sync --warehouse {missing}` first"
     )
     assert "Traceback" not in result.stderr and not (tmp_path / "r.html").exists()
 

@@ -184,6 +184,34 @@ def test_each_edit_gives_exactly_its_rows(feed: Feed) -> None:
     assert missing == []
 
 
+def test_each_change_is_said_in_words(feed: Feed) -> None:
+    """Labels and names where the ids are, values formatted: what the report and
+    `diligence changes` show."""
+    words = {(kind, item, old, new) for kind, item, old, new, own in query(
+        feed.warehouse, "select change_kind, item_label, old_text, new_text, is_own_company "
+                        "from analytics.changes where sync_id = ?", feed.syncs[2]) if not own}
+    kinds = {kind for kind, *_ in words}
+    assert kinds == {row[1] for row in feed.expected}
+    labels = {field_id: label for field_id, label in query(
+        feed.warehouse, "select field_id, any_value(field_label) from analytics.answer_history group by 1")}
+    for kind, item, old, new in words:
+        if kind.startswith("answer_"):
+            assert item in labels.values() and not item.startswith("fld-")
+        if kind == "document_changed":
+            assert new == "expiration date: 2031-06-30", new
+            assert old is not None and old.startswith("expiration date: ") and "T00:00:00" not in old
+        if kind == "document_added":
+            assert (item, new) == ("SOC2_report_2026.pdf", "SOC2_report_2026.pdf")
+        if kind == "connection_added":
+            assert item is None and new.startswith("given: none; received: ")
+        if kind == "template_field_added":
+            assert item == new == "Do you publish an ESG report?"
+        if kind == "service_key_added":
+            assert (item, new) == ("registeredAt", "company")
+    # no JSON reaches the words
+    assert not [w for w in words if any(text and text.startswith(("{", "[")) for text in w[2:])]
+
+
 def test_the_digest_knows_the_kinds_the_model_accepts() -> None:
     """The Python list of kinds (their order in a digest) is the model's accepted_values."""
     import yaml

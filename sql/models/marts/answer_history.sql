@@ -27,6 +27,16 @@ field_versions as (
     {{ rows_after_watermark(ref('stg_questionnaire_field_versions'), watermarks, ['valid_from', 'valid_to']) }}
 ),
 
+company_names as (
+    select * from {{ ref('stg_company_names') }}
+),
+{%- if watermarks is not none %}
+
+built as (
+    select * from {{ this }}
+),
+{%- endif %}
+
 answerable as (
     select *
     from field_versions
@@ -130,10 +140,12 @@ answered as (
     from looked_up
 ),
 
-final as (
+named as (
     select
-        namespace_company_id,
-        company_id,
+        answered.namespace_company_id,
+        answered.company_id,
+        company_names.company_name,
+        answered.company_id = answered.namespace_company_id as is_own_company,
         company_type_id,
         version_number,
         is_current,
@@ -168,6 +180,24 @@ final as (
         synced_at,
         response_sha256
     from answered
+    left join company_names
+        on company_names.namespace_company_id = answered.namespace_company_id
+        and company_names.company_id = answered.company_id
+),
+{%- if watermarks is not none %}
+
+-- the versions built before of a company whose name changed since, with its name now
+renamed as (
+    {{ renamed_rows('built', 'company_names', watermarks, 'named') }}
+),
+{%- endif %}
+
+final as (
+    select * from named
+    {%- if watermarks is not none %}
+    union all
+    select * from renamed
+    {%- endif %}
 )
 
 select * from final

@@ -48,6 +48,7 @@ final as (
         questionnaires.namespace_company_id,
         questionnaires.company_id,
         companies.company_name,
+        questionnaires.company_id = questionnaires.namespace_company_id as is_own_company,
         questionnaires.company_type_id
         {%- for position, name in wide_columns %},
         pivoted."{{ position }}" as {{ adapter.quote(name) }}

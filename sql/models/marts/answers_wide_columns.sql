@@ -63,7 +63,7 @@ named (column_position, column_name, taken) as (
     select
         0,
         cast(null as varchar),
-        ['namespace_company_id', 'company_id', 'company_name', 'company_type_id']
+        ['namespace_company_id', 'company_id', 'company_name', 'is_own_company', 'company_type_id']
     union all
     select
         step.column_position,

@@ -31,6 +31,12 @@
 --       endpoint); compared only between two syncs that both recorded keys
 -- A namespace's first sync has no previous one: it records no changes. A sync in which
 -- nothing changed has no rows.
+-- In words, for people: item_label names what changed within the company (the field's
+-- label, the document's name, the key path; NULL when it is the company itself), and
+-- old_text / new_text are old_value / new_value in words (sql/macros/change_words.sql:
+-- dates as dates, options by label, rights and changed values as 'key: value' lists;
+-- newly expiring / expired: the status and its day). is_own_company: the change is of the
+-- namespace's own company (false for counterparties, templates and service keys).
 -- Incremental (macros/incremental.sql): a build adds the changes of the syncs since the
 -- table's last build, and renames the rows of a company whose name changed since.
 {%- set watermarks = incremental_watermarks() %}
@@ -189,6 +195,7 @@ answer_rows as (
             when 'cleared' then 'answer_removed'
             else 'answer_changed'
         end as change_kind,
+        answer_changes.field_label as item_label,
         answer_changes.old_answer_text as old_value,
         answer_changes.new_answer_text as new_value,
         questionnaire_versions.response_sha256
@@ -246,6 +253,7 @@ document_changes as (
         transitions.company_id,
         transitions.company_type_id,
         transitions.document_id,
+        coalesce(transitions.new_name, transitions.old_name) as item_label,
         {{ presence_change('document', 'transitions.was_listed', 'transitions.is_listed',
                            'transitions.old_name', 'transitions.new_name',
                            'transitions.attributes') }},
@@ -287,10 +295,11 @@ expiry_candidates as (
         on syncs.namespace_company_id = document_versions.namespace_company_id
     where document_versions.valid_from <= syncs.synced_at
         and (document_versions.valid_to is null or document_versions.valid_to > syncs.synced_at)
-        and document_versions.expiration_date
-            <= syncs.synced_at + to_days({{ expiring_within_days() }})
+        and {{ expiry_day('document_versions.expiration_date') }}
+            <= {{ calendar_day('syncs.synced_at') }} + {{ expiring_within_days() }}
         and (
-            document_versions.expiration_date >= syncs.previous_synced_at
+            {{ expiry_day('document_versions.expiration_date') }}
+                >= {{ calendar_day('syncs.previous_synced_at') }}
             or document_versions.valid_from = syncs.synced_at
         )
 ),
@@ -305,6 +314,8 @@ expiry_statuses as (
         candidates.company_id,
         candidates.company_type_id,
         candidates.document_id,
+        candidates.document_name,
+        candidates.expiration_date,
         candidates.response_sha256,
         {{ expiry_status('candidates.expiration_date', 'candidates.is_expiration_date_invalid',
                          'candidates.detected_at', 'candidates.expiring_within_days') }} as status_now,
@@ -337,8 +348,12 @@ expiry_changes as (
             when 'expired' then 'document_newly_expired'
             else 'document_newly_expiring'
         end as change_kind,
+        document_name as item_label,
         status_then as old_value,
         status_now as new_value,
+        -- the status and the day it is about
+        status_now || (case status_now when 'expired' then ' since ' else ' on ' end)
+            || strftime({{ expiry_day('expiration_date') }}, '%Y-%m-%d') as new_text,
         response_sha256
     from expiry_statuses
     where (
@@ -412,6 +427,7 @@ template_changes as (
         namespace_company_id,
         company_type_id,
         field_id,
+        coalesce(new_label, old_label) as item_label,
         {{ presence_change('template_field', 'was_there', 'is_there', 'old_label', 'new_label',
                            'attributes') }},
         response_sha256
@@ -436,6 +452,7 @@ key_changes as (
     select
         {{ either_side(['sync_id', 'detected_at', 'namespace_company_id']) }},
         coalesce(starts.key_path, ends.key_path) as field_id,
+        coalesce(starts.key_path, ends.key_path) as item_label,
         case when ends.key_path is null then 'service_key_added' else 'service_key_removed' end
             as change_kind,
         ends.endpoint as old_value,
@@ -482,12 +499,17 @@ named as (
         unioned.namespace_company_id,
         unioned.company_id,
         company_names.company_name,
+        coalesce(unioned.company_id = unioned.namespace_company_id, false) as is_own_company,
         unioned.company_type_id,
         unioned.field_id,
         unioned.document_id,
         unioned.change_kind,
+        unioned.item_label,
         unioned.old_value,
         unioned.new_value,
+        {{ change_words('unioned.change_kind', 'unioned.old_value') }} as old_text,
+        coalesce(unioned.new_text, {{ change_words('unioned.change_kind', 'unioned.new_value') }})
+            as new_text,
         unioned.response_sha256
     from unioned
     left join company_names

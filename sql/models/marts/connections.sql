@@ -1,6 +1,6 @@
 -- analytics.connections
 -- Grain: one row per current connection per namespace. Key: (namespace_company_id, company_id).
--- name and country come from the company details (endpoint 4) when they could be read,
+-- company_name and country come from the company details (endpoint 4) when they could be read,
 -- else from the connection list/detail; city, lei and cin only from company details.
 -- A connection removed upstream leaves this table; connection_history keeps its versions
 -- and counterparties says when it was lost.
@@ -22,7 +22,8 @@ final as (
     select
         connections.namespace_company_id,
         connections.company_id,
-        coalesce(companies.company_name, connections.company_name) as name,
+        coalesce(companies.company_name, connections.company_name) as company_name,
+        connections.company_id = connections.namespace_company_id as is_own_company,
         coalesce(companies.country, connections.country) as country,
         companies.city,
         companies.lei,

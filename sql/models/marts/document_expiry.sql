@@ -4,13 +4,17 @@
 -- Build parameters (dbt vars, see dbt_project.yml):
 --   as_of                 TIMESTAMP, UTC: "now" (the build time unless given)
 --   expiring_within_days  INTEGER, N (default 30)
+--   time_zone             the zone whose calendar days count (default UTC)
+-- Days are calendar days (sql/macros/expiry.sql): a document's expiry day is the date its
+-- expiration timestamp carries as sent; the evaluation day is as_of's date in time_zone.
 -- expiry_status: 'no_expiry' when the expiration date is missing, NULL or blank;
 -- 'invalid_date' when it is present but does not parse (the text as sent is in
--- expiration_date_text: such a document may well have expired); 'expired' when
--- expiration_date < as_of; 'expiring' when as_of <= expiration_date <= as_of + N days;
+-- expiration_date_text: such a document may well have expired); 'expired' when its day
+-- is before the evaluation day; 'expiring' from the evaluation day to N days after it;
 -- else 'valid'.
--- days_until_expiry = floor((expiration_date - as_of) / 24 h): negative exactly for
--- 'expired', 0..N for 'expiring', >= N for 'valid', NULL for 'no_expiry'/'invalid_date'.
+-- days_until_expiry = expiry day - evaluation day, in days: 0 on the day itself,
+-- negative exactly for 'expired', 0..N for 'expiring', > N for 'valid', NULL for
+-- 'no_expiry'/'invalid_date'.
 -- synced_at is the last sync that confirmed the document, versioned_at when it last
 -- changed. A document whose access was withdrawn leaves this table; document_history
 -- ends its version.

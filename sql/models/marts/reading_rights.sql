@@ -13,7 +13,8 @@ given as (
     select
         namespace_company_id,
         company_id,
-        name as company_name,
+        company_name,
+        is_own_company,
         unnest(given_company_type_ids) as company_type_id,
         'given' as direction,
         synced_at
@@ -24,7 +25,8 @@ received as (
     select
         namespace_company_id,
         company_id,
-        name as company_name,
+        company_name,
+        is_own_company,
         unnest(received_company_type_ids) as company_type_id,
         'received' as direction,
         synced_at

@@ -13,6 +13,10 @@ issues as (
     select * from {{ ref('stg_sync_issues') }}
 ),
 
+company_names as (
+    select * from {{ ref('stg_company_names') }}
+),
+
 latest_runs as (
     select
         namespace_company_id,
@@ -43,6 +47,8 @@ final as (
         issues.namespace_company_id,
         issues.endpoint,
         issues.company_id,
+        company_names.company_name,
+        coalesce(issues.company_id = issues.namespace_company_id, false) as is_own_company,
         issues.company_type_id,
         issues.http_status,
         issues.message,
@@ -52,6 +58,9 @@ final as (
     join latest_syncs
         on latest_syncs.namespace_company_id = issues.namespace_company_id
         and latest_syncs.sync_id is not distinct from issues.sync_id
+    left join company_names
+        on company_names.namespace_company_id = issues.namespace_company_id
+        and company_names.company_id = issues.company_id
 )
 
 select * from final
