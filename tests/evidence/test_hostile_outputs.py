@@ -167,6 +167,8 @@ def test_a_lock_held_by_a_stranger_ends_the_wait_with_one_line(warehouse: Path, 
     ("env", "SOURCES__COMPANY_CONNECTIONS__REQUEST_TIMEOUT=5s", "[sources.company_connections] request_timeout = "
      "'5s': input should be a valid number, unable to parse string as a number (set by "
      "SOURCES__COMPANY_CONNECTIONS__REQUEST_TIMEOUT)"),
+    ("env", "ANALYTICS__TIMEZONE=Mars/Olympus", "[analytics] timezone = 'Mars/Olympus': is not a known time zone "
+     "(an IANA name such as UTC or Europe/Zurich) (set by ANALYTICS__TIMEZONE)"),
 ])
 def test_a_setting_of_the_wrong_type_is_one_line_exit_2_and_nothing_is_created(
         tmp_path: Path, server: SandboxServer, where: str, setting: str, line: str) -> None:
