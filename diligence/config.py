@@ -20,6 +20,8 @@ dlt config as well, and an explicit value (a CLI option, a flow parameter) alway
     s3_region = "eu-central-1"     # s3_* (see diligence.warehouse.storage); AWS_* win
     [export]
     csv_raw = false                # EXPORT__CSV_RAW: no formula guard in CSV exports
+    [exports]
+    keep = 30                      # EXPORTS__KEEP: run folders kept under the reports root
     [notifications]
     block = "custom-webhook/diligence-alerts"  # NOTIFICATIONS__BLOCK: <type slug>/<name>
     kinds = ["document_newly_expired", "namespace_failed"]  # NOTIFICATIONS__KINDS: default all
@@ -63,6 +65,7 @@ __all__ = [
     "AppSettings",
     "DEFAULT_CRON",
     "DEFAULT_EXPIRING_WITHIN_DAYS",
+    "DEFAULT_EXPORTS_KEEP",
     "DEFAULT_REPORTS_DIR",
     "DEFAULT_TIMEZONE",
     "DEFAULT_WAREHOUSE",
@@ -80,6 +83,7 @@ __all__ = [
     "evidence_path",
     "evidence_retain_days",
     "expiring_within_days",
+    "exports_keep",
     "file_mode",
     "notification_block",
     "notification_kinds",
@@ -92,6 +96,8 @@ DEFAULT_WAREHOUSE = Path("data/warehouse.duckdb")
 DEMO_WAREHOUSE = Path("data/demo.duckdb")
 DEFAULT_REPORTS_DIR = Path("reports")
 DEFAULT_EXPIRING_WITHIN_DAYS = 30
+#: Run folders an export keeps under the reports root (``[exports] keep``).
+DEFAULT_EXPORTS_KEEP = 30
 DEFAULT_CRON = "0 6 * * *"
 DEFAULT_TIMEZONE = "UTC"
 #: Who may read the confidential files: the owner only (default), or the group too.
@@ -181,6 +187,17 @@ class ExportSection(_Section):
     csv_raw: bool = False
 
 
+def _no_bool(value: Any) -> Any:
+    """A boolean is not a count (pydantic would read ``true`` as 1)."""
+    if isinstance(value, bool):
+        raise ValueError("input should be a whole number, not a boolean")
+    return value
+
+
+class ExportsSection(_Section):
+    keep: Annotated[int, Field(gt=0), BeforeValidator(_no_bool)] = DEFAULT_EXPORTS_KEEP
+
+
 class SourceSection(_Section):
     """What the app reads of the source's section (the source checks the rest)."""
 
@@ -197,12 +214,14 @@ class AppSettings(_Section):
     analytics: AnalyticsSection = AnalyticsSection()
     notifications: NotificationsSection = NotificationsSection()
     export: ExportSection = ExportSection()
+    exports: ExportsSection = ExportsSection()
     source: SourceSection = SourceSection()
 
 
 #: the model's sections -> their place in dlt's config
 _SECTIONS = {"warehouse": "warehouse", "evidence": "evidence", "schedule": "schedule", "analytics": "analytics",
-             "notifications": "notifications", "export": "export", "source": "sources.company_connections"}
+             "notifications": "notifications", "export": "export", "exports": "exports",
+             "source": "sources.company_connections"}
 
 
 def configured(key: str, hint: type | None = None) -> object | None:
@@ -327,6 +346,13 @@ def csv_raw(value: bool = False) -> bool:
     """Whether CSV exports skip the formula guard: `value` (`--csv-raw`), else
     `export.csv_raw` from config, else False (the guard is on)."""
     return bool(value) or settings().export.csv_raw
+
+
+def exports_keep() -> int:
+    """How many run folders an export keeps under the reports root: config ``[exports]
+    keep`` (env ``EXPORTS__KEEP``), else 30; a whole number above 0 (checked with every
+    setting, see :func:`settings`)."""
+    return settings().exports.keep
 
 
 def configured_namespaces() -> list[str]:

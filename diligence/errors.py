@@ -27,6 +27,9 @@ may the same step succeed if retried?); the module in brackets raises it::
     ├── DbtError                    dbt could not run, or a model or test failed (diligence.analytics.dbt)
     ├── CheckError                  `diligence check` found a problem (diligence.cli.check)
     ├── ExportError                 the reports could not be exported (diligence.report.export)
+    │   └── ExportFolderError       a folder an export may not replace or write into: --out,
+    │                               the reports root's `latest` (diligence.report.folders;
+    │                               exit code 2)
     ├── ReportError                 the warehouse cannot be reported on (diligence.report.data)
     ├── CommandError                a command line that cannot work, with its exit code
     │                               (diligence.cli)
@@ -59,6 +62,7 @@ __all__ = [
     "DbtError",
     "DiligenceError",
     "ExportError",
+    "ExportFolderError",
     "FlowError",
     "KindError",
     "ModelError",
@@ -228,6 +232,13 @@ class CheckError(DiligenceError):
 
 class ExportError(DiligenceError):
     """The reports could not be exported (e.g. the models were never built)."""
+
+
+class ExportFolderError(ExportError):
+    """The export's folder cannot be used as given (``--out`` holds other files, or the
+    reports root's ``latest`` is a folder of someone else's): exit code 2, nothing written."""
+
+    exit_code = 2
 
 
 class ReportError(DiligenceError):

@@ -25,13 +25,13 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .attempts import record_failed_attempt
-from .config import analytics_timezone
+from .config import DEFAULT_REPORTS_DIR, analytics_timezone, exports_keep
 from .config import csv_raw as configured_csv_raw
 from .config import expiring_within_days as configured_expiry
 from .errors import SyncError, WarehouseNotReadyError
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from .analytics import AnalyticsResult
     from .documents import DownloadSummary
-    from .report.export import ExportedFile, Format
+    from .report.export import ExportedFile, ExportResult, Format
     from .report.page import ReportResult
     from .sync import NamespaceOutcome, SyncResult
 
@@ -57,6 +57,8 @@ class PipelineResult:
     downloads: DownloadSummary | None = None
     analytics: AnalyticsResult | None = None
     exported: list[ExportedFile] = field(default_factory=list)
+    #: the folder the exports are in (None: no export ran)
+    export_folder: Path | None = None
     report: ReportResult | None = None
     #: seconds spent waiting for another writer of the warehouse (0: none)
     waited_seconds: float = 0.0
@@ -152,21 +154,38 @@ def analytics_step(
 
 
 def export_step(
-    warehouse: Warehouse, out_dir: Path, formats: Sequence[Format | str], *, csv_raw: bool = False
-) -> list[ExportedFile]:
-    """Write every report in every format (each once) into `out_dir`; CSV text cells
-    keep the formula guard unless `csv_raw` (or `export.csv_raw` in config) says not to."""
-    from .report.export import (
-        export_reports,  # start-up (DuckDB 0.13 s of imports): DuckDB loads when a step runs
+    warehouse: Warehouse,
+    out_dir: Path | None,
+    formats: Sequence[Format | str],
+    *,
+    csv_raw: bool = False,
+    reports_root: Path = DEFAULT_REPORTS_DIR,
+) -> ExportResult:
+    """Write every report in every format (each once) into one folder, put in place
+    whole once every file is written (:mod:`diligence.report.folders`): exactly `out_dir`
+    (an earlier export there is replaced), or when None, a new run folder under
+    `reports_root`, named after the last sync, which ``latest`` then names; the run
+    folders beyond ``[exports] keep`` are removed. CSV text cells keep the formula guard
+    unless `csv_raw` (or `export.csv_raw` in config) says not to. The folder and the
+    files' paths are where they are once in place."""
+    from .report.export import (  # start-up (DuckDB 0.13 s of imports): DuckDB loads when a step runs
+        ExportResult,
+        export_reports,
+        last_sync_id,
+        require_reports,
     )
+    from .report.folders import ExportFolder
 
+    keep, raw = exports_keep(), configured_csv_raw(csv_raw)
+    label = warehouse.display()
     exported: list[ExportedFile] = []
     with warehouse.session(read_only=not warehouse.locked, memory_limit=None) as con:
-        for fmt in dict.fromkeys(formats):
-            exported += export_reports(
-                con, out_dir, fmt, label=warehouse.display(), csv_raw=configured_csv_raw(csv_raw)
-            )
-    return exported
+        require_reports(con, f"diligence models --warehouse {label}")
+        folder = ExportFolder(out_dir, root=reports_root, sync_id=last_sync_id(con), keep=keep)
+        with folder as building:
+            for fmt in dict.fromkeys(formats):
+                exported += export_reports(con, building, fmt, label=label, csv_raw=raw)
+    return ExportResult(folder.path, [replace(file, path=folder.path / file.path.name) for file in exported])
 
 
 def report_step(warehouse: Warehouse, out_file: Path) -> ReportResult:
@@ -213,6 +232,7 @@ def run_pipeline(
     as_of: datetime | None = None,
     export_to: Path | None = None,
     export_formats: Sequence[Format | str] = (),
+    reports_root: Path = DEFAULT_REPORTS_DIR,
     report_to: Path | None = None,
     wait_seconds: float = 0.0,
     resources: Sequence[str] | None = None,
@@ -226,8 +246,9 @@ def run_pipeline(
     the later steps run.
     `on_synced` is called after the sync step (e.g. to print its outcome before the
     models are built). Namespaces that failed do not stop the later steps: the models
-    are rebuilt from what the warehouse holds (their previous data). Downloads and
-    exports only run when `download_to` / `export_to` are given. When the sync loaded
+    are rebuilt from what the warehouse holds (their previous data). Downloads only run
+    when `download_to` is given, exports when `export_formats` are: into `export_to`, or
+    when None a new run folder under `reports_root` (:func:`export_step`). When the sync loaded
     no namespace at all, nothing after it runs (see :attr:`PipelineResult.nothing_loaded`).
     `resources` limits the sync's load to those data resources. `restart` discards
     what an interrupted sync left to resume (see :mod:`diligence.resume`). `full_refresh`
@@ -273,8 +294,9 @@ def run_pipeline(
                 owner, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait_seconds,
                 full_refresh=full_refresh,
             )
-        if export_to is not None and export_formats:
-            result.exported = export_step(owner, export_to, export_formats)
+        if export_formats:
+            export = export_step(owner, export_to, export_formats, reports_root=reports_root)
+            result.exported, result.export_folder = export.files, export.folder
         if report_to is not None:
             result.report = report_step(owner, report_to)
     return result

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -38,7 +37,7 @@ from diligence.analytics import AnalyticsResult, warm_up
 from diligence.analytics.checks import CheckResult, format_failures
 from diligence.config import DEFAULT_REPORTS_DIR
 from diligence.evidence.chain import evidence_summary
-from diligence.report.export import ExportedFile, Format
+from diligence.report.export import ExportResult, Format
 from diligence.steps import analytics_step, export_step, report_step, sync_step
 from diligence.sync import NamespaceOutcome
 from diligence.warehouse import open_warehouse
@@ -223,22 +222,19 @@ def rebuild_analytics_schema(
     retry_condition_fn=retry_if_transient,
     cache_policy=NO_CACHE,
 )
-def export_dated_reports(
-    warehouse: str | None, reports_dir: str, export_formats: list[str], day: date | None = None
-) -> list[ExportedFile]:
-    """Write every report in every format into `<reports_dir>/<YYYY-MM-DD>/` (default: today)."""
-    logger = get_run_logger()
-    folder = Path(reports_dir) / (day or date.today()).isoformat()
-    exported = export_step(open_warehouse(warehouse), folder, export_formats)
-    logger.info("wrote %d report files into %s", len(exported), folder)
+def export_run_reports(warehouse: str | None, reports_dir: str, export_formats: list[str]) -> ExportResult:
+    """Write every report in every format into a new run folder under `reports_dir`
+    (``<date>T<time>Z-<sync id>``; ``latest`` names it; see
+    :mod:`diligence.report.folders`)."""
+    exported = export_step(open_warehouse(warehouse), None, export_formats, reports_root=Path(reports_dir))
+    get_run_logger().info("wrote %d report files into %s", len(exported.files), exported.folder)
     return exported
 
 
 @task(name="write-html-report", cache_policy=NO_CACHE)
-def write_dated_report(warehouse: str | None, reports_dir: str, day: date | None = None) -> Path:
-    """Write the HTML report into `<reports_dir>/<YYYY-MM-DD>/report.html` (default: today)."""
-    out = Path(reports_dir) / (day or date.today()).isoformat() / "report.html"
-    written = report_step(open_warehouse(warehouse), out)
+def write_run_report(warehouse: str | None, folder: Path) -> Path:
+    """Write the HTML report into the run's folder, as `report.html`."""
+    written = report_step(open_warehouse(warehouse), Path(folder) / "report.html")
     get_run_logger().info("wrote the HTML report %s", written.path)
     return written.path
 
@@ -247,7 +243,7 @@ def write_dated_report(warehouse: str | None, reports_dir: str, day: date | None
 def publish_run_summary(
     outcomes: list[NamespaceOutcome],
     analytics: AnalyticsResult,
-    exported: list[ExportedFile],
+    exported: ExportResult,
     report: Path | None = None,
     evidence: dict[str, Any] | None = None,
 ) -> UUID:
@@ -257,7 +253,7 @@ def publish_run_summary(
         outcomes,
         row_counts=analytics.models.row_counts,
         checks=analytics.checks,
-        exported=exported,
+        exported=exported.files,
         published=analytics.published,
         report=report,
         evidence=evidence,
@@ -404,8 +400,8 @@ def company_connections_sync(
 ) -> RunSummary:
     """Sync the company-connections service into the DuckDB warehouse, rebuild the
     `analytics` schema (models, data checks, the analysts' published copy), export the
-    reports into `<reports_dir>/<YYYY-MM-DD>/` and publish a summary and the expiring
-    documents.
+    reports into a new folder under `<reports_dir>/` (``<date>T<time>Z-<sync id>``, named
+    by `<reports_dir>/latest`) and publish a summary and the expiring documents.
 
     Args:
         namespaces: company IDs to sync; default dlt config `namespaces`, else every
@@ -415,7 +411,8 @@ def company_connections_sync(
             (:func:`diligence.config.expiring_within_days`).
         export_formats: report formats to write (:class:`~diligence.report.export.Format`:
             `csv`, `parquet`; default both).
-        reports_dir: folder that receives one dated sub-folder per run.
+        reports_dir: folder that receives one sub-folder per run and `latest`; config
+            `[exports] keep` says how many are kept (default 30).
         warehouse: the DuckDB file (or a DuckLake URI); default config `[warehouse]
             location` or env DILIGENCE_WAREHOUSE, else data/warehouse.duckdb, as for the
             CLI.
@@ -430,8 +427,8 @@ def company_connections_sync(
     outcomes = sync_with_retries(plan, warehouse, base_url, restart and first_attempt())
     analytics = rebuild_analytics_schema(warehouse, expiring_within_days, full_refresh)
     days = analytics.models.expiring_within_days  # as resolved by the build
-    exported = export_dated_reports(warehouse, reports_dir, export_formats)
-    report = write_dated_report(warehouse, reports_dir)
+    exported = export_run_reports(warehouse, reports_dir, export_formats)
+    report = write_run_report(warehouse, exported.folder)
     publish_run_summary(outcomes, analytics, exported, report, evidence_summary(open_warehouse(warehouse)))
     publish_dbt_build(analytics)
     publish_document_expiry(warehouse, days)
@@ -445,7 +442,7 @@ def company_connections_sync(
     return RunSummary(
         namespaces=outcomes,
         row_counts=dict(analytics.models.row_counts),
-        reports=sorted({f.path.parent for f in exported}),
+        reports=[exported.folder],
         published=analytics.published,
     )
 

@@ -20,7 +20,7 @@ DuckDB file warehouse (one writer), the single-process flow
 from __future__ import annotations
 
 import time
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -217,9 +217,8 @@ def company_connections_fanout(
     analytics = analytics_step(
         owner, expiring_within_days=expiring_within_days, wait_seconds=LOCK_WAIT_SECONDS
     )
-    folder = Path(reports_dir) / date.today().isoformat()
-    exported = export_step(owner, folder, export_formats)
-    report = report_step(owner, folder / "report.html")
+    exported = export_step(owner, None, export_formats, reports_root=Path(reports_dir))
+    report = report_step(owner, exported.folder / "report.html")
     publish_run_summary(outcomes, analytics, exported, report.path)
     publish_dbt_build(analytics)
     raise_for_failures(outcomes, analytics.checks)

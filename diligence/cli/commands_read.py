@@ -84,9 +84,9 @@ def export(
     format: Annotated[
         str, typer.Option("--format", "-f", metavar=f"<{'|'.join(Format)}>", help=f"{' or '.join(Format)}.")
     ] = Format.csv.value,
-    out_dir: Annotated[Path, out_option("Folder for the report files.")] = Path(
-        "reports"
-    ),
+    out_dir: Annotated[Path | None, out_option(
+        "Write exactly into this folder, replacing an earlier export there whole (default: "
+        "a new folder per run under reports/, named by reports/latest).")] = None,
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
     csv_raw: Annotated[
@@ -99,8 +99,10 @@ def export(
     ] = False,
 ) -> None:
     """Write answers, document_expiry, questionnaire_completeness, connections and
-    answers_wide as <report>.<csv|parquet>. CSV text cells that begin with =, +, -, @,
-    a tab or CR get a leading ' so that spreadsheets do not run them as formulas."""
+    answers_wide as <report>.<csv|parquet>, into a new folder per run under reports/
+    (<date>T<time>Z-<sync id>, UTC; reports/latest names the newest, [exports] keep of
+    them are kept, default 30) or exactly into --out. CSV text cells that begin with =, +,
+    -, @, a tab or CR get a leading ' so that spreadsheets do not run them as formulas."""
     from ..steps import (
         export_step,  # start-up (DuckDB 0.13 s of imports): DuckDB loads when a command runs
     )
@@ -112,11 +114,11 @@ def export(
         raise CommandError(f"--format must be {expected}, not {format!r}", EXIT_USAGE) from None
     owner = _warehouse(warehouse, data_path)
     _require_data(owner)
-    files = export_step(owner, out_dir, [fmt], csv_raw=csv_raw)
+    result = export_step(owner, out_dir, [fmt], csv_raw=csv_raw)
     if _quiet():
-        out.print(f"exported {len(files)} reports ({fmt}) into {out_dir}", highlight=False)
+        out.print(f"exported {len(result.files)} reports ({fmt}) into {result.folder}", highlight=False)
         return
-    for exported in files:
+    for exported in result.files:
         out.print(f"{exported.path}  ({exported.rows} rows)", highlight=False)
 
 

@@ -135,12 +135,15 @@ def sandbox_change(
 def demo(
     scale: Annotated[str, typer.Option(help="Sandbox data size: small, medium or large.")] = "small",
     warehouse: Annotated[Path, typer.Option("--warehouse", "-w", help="Warehouse of the demo.")] = DEMO_WAREHOUSE,
-    out_dir: Annotated[Path, out_option("Folder for the reports.")] = Path("reports"),
+    out_dir: Annotated[Path | None, out_option(
+        "Write the reports exactly into this folder, replacing an earlier export there "
+        "(default: a new folder per run under reports/, named by reports/latest).")] = None,
 ) -> None:
     """The whole job on the built-in sandbox: sandbox + sync + models + checks + export.
 
     Starts the sandbox on a free port, syncs every namespace into WAREHOUSE, builds
-    the analytics schema, writes CSV and Parquet reports into OUT and prints a summary.
+    the analytics schema, writes CSV and Parquet reports and the HTML report into a new
+    folder under reports/ (or OUT) and prints a summary.
     """
     from .demo import (
         run_demo,  # start-up (the sandbox 0.1 s of imports): the sandbox and the pipeline load for the demo only

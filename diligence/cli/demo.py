@@ -13,7 +13,7 @@ from ..analytics.checks import format_failures
 from ..config import DEMO_WAREHOUSE
 from ..errors import SyncError
 from ..report.export import Format
-from ..steps import run_pipeline
+from ..steps import report_step, run_pipeline
 from ..sync import source_settings
 from ..warehouse import Warehouse
 from .progress import SyncProgress
@@ -45,11 +45,14 @@ def run_demo(
     *,
     scale: str = "small",
     warehouse: Path = DEMO_WAREHOUSE,
-    out_dir: Path = Path("reports"),
+    out_dir: Path | None = None,
     console: Console | None = None,
     progress_console: Console | None = None,
 ) -> str:
-    """Start the sandbox, sync it into `warehouse`, build models, export; return a summary."""
+    """Start the sandbox, sync it into `warehouse`, build models, export, write the HTML
+    report beside the exports; return a summary. The files go into a new run folder
+    under ``reports/`` (``reports/latest`` names it), or exactly into `out_dir`
+    (:func:`diligence.steps.export_step`)."""
     console = console or Console()
     owner = Warehouse(warehouse)
     with SandboxServer(scale=scale) as sandbox:
@@ -64,12 +67,14 @@ def run_demo(
                 on_synced=lambda _: progress.stop(),
                 export_to=out_dir,
                 export_formats=tuple(Format),
-                report_to=out_dir / "report.html",
             )
-    result, analytics, files, report = done.sync, done.analytics, done.exported, done.report
-    assert result is not None and analytics is not None and report is not None
+    result, analytics, files = done.sync, done.analytics, done.exported
+    assert result is not None and analytics is not None
     if result.failed:
         raise SyncError("; ".join(f"{o.namespace_company_id}: {o.error}" for o in result.failed))
+    folder = done.export_folder
+    assert folder is not None
+    report = report_step(owner, folder / "report.html")
     models = analytics.models
     if analytics.failed_checks:
         raise SyncError(format_failures(analytics.failed_checks))
@@ -95,7 +100,7 @@ def run_demo(
             f"Analysts:  {analytics.published}  (read-only copy of analytics; try: {duckdb_cli()} "
             f"-readonly {analytics.published} \"from analytics.document_expiry where expiry_status = 'expiring' "
             "and not is_own_company\")",
-            f"Reports:   {out_dir}/ ({len(files)} files: "
+            f"Reports:   {folder}/ ({len(files)} files: "
             + ", ".join(sorted({f.path.name for f in files}))
             + ")",
             f"Report:    {report.path}  (open it in a browser; it needs no network)",

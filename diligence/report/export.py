@@ -3,7 +3,9 @@
 One file per report, `<report>.<ext>`, written with DuckDB `COPY ... TO` to a hidden
 temporary name in the output directory and then renamed over the final name, so a
 reader never sees a half-written file. The reports are read through the step's session
-of the warehouse (read-only unless the step holds it for writing).
+of the warehouse (read-only unless the step holds it for writing). Which folder that is
+(a new one per run under the reports root, or exactly `--out`) is decided in
+:mod:`diligence.report.folders`.
 
 CSV: UTF-8, comma-separated, one header row, timestamps in UTC. List columns
 (`selected_option_ids`, `given_company_type_ids`, ...) are written as JSON arrays
@@ -71,6 +73,14 @@ class ExportedFile:
     rows: int
 
 
+@dataclass(frozen=True)
+class ExportResult:
+    """One export: the folder it wrote (a run folder, or `--out`) and each file in it."""
+
+    folder: Path
+    files: list[ExportedFile]
+
+
 def export_reports(
     con: duckdb.DuckDBPyConnection,
     out_dir: Path,
@@ -99,19 +109,36 @@ def _export_all(
     models_command: str = "diligence models",
     csv_raw: bool = False,
 ) -> list[ExportedFile]:
+    require_reports(con, models_command)
     out_dir = make_dirs(Path(out_dir))
     exported: list[ExportedFile] = []
     con.execute("set TimeZone = 'UTC'")
-    missing = [report for report in REPORTS if not _table_exists(con, report)]
-    if missing:
-        raise WarehouseNotReadyError(
-            f"no analytics tables yet ({', '.join(missing)} missing): run `{models_command}` first"
-        )
     for report, order_by in REPORTS.items():
         path = out_dir / f"{report}.{fmt}"
         rows = _export_one(con, report, order_by, path, fmt, csv_raw)
         exported.append(ExportedFile(report=report, path=path, rows=rows))
     return exported
+
+
+def require_reports(con: duckdb.DuckDBPyConnection, models_command: str = "diligence models") -> None:
+    """Raise :class:`WarehouseNotReadyError` naming the reports' tables that are missing
+    (the models were never built), with the command that builds them."""
+    missing = [report for report in REPORTS if not _table_exists(con, report)]
+    if missing:
+        raise WarehouseNotReadyError(
+            f"no analytics tables yet ({', '.join(missing)} missing): run `{models_command}` first"
+        )
+
+
+def last_sync_id(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The id of the last successful sync in ``analytics.sync_runs``, the data the reports
+    hold (an export's run folder is named after it), or None when there is none."""
+    if not _table_exists(con, "sync_runs"):
+        return None
+    row = con.execute(
+        "select arg_max(sync_id, synced_at) from analytics.sync_runs where status = 'success'"
+    ).fetchone()
+    return str(row[0]) if row and row[0] is not None else None
 
 
 def _export_one(

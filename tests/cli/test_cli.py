@@ -13,6 +13,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from diligence.report.folders import latest_run
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.processes import Receiver
 
@@ -194,6 +195,9 @@ def test_demo_end_to_end(tmp_path: Path) -> None:
     for words in ("namespaces", "connections", "questionnaires", "documents expired", "documents expiring", "Warehouse:", "Reports:"):
         assert words in result.stdout
     assert (tmp_path / "data" / "demo.duckdb").exists()
-    assert (tmp_path / "reports" / "answers.csv").exists()
-    assert (tmp_path / "reports" / "answers_wide.parquet").exists()
+    run_folder = latest_run(tmp_path / "reports")  # the demo's run folder, named by reports/latest
+    assert run_folder is not None
+    assert f"Reports:   {Path('reports') / run_folder.name}/" in result.stdout
+    for name in ("answers.csv", "answers_wide.parquet", "report.html"):
+        assert (run_folder / name).exists()
     assert time.monotonic() - started < 120

@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 import flows.fanout as fanout
+from diligence.report.folders import latest_run
 from diligence.sync import run_sync, source_settings
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
@@ -47,3 +48,5 @@ def test_the_fanout_fails_loudly_for_a_namespace_whose_access_was_lost(
         last = con.execute("select status from raw.sync_runs where namespace_company_id = ? "
                            "order by synced_at desc limit 1", [LOST_NAMESPACE]).fetchone()
     assert last == ("failed",)
+    exported = latest_run(tmp_path / "reports")  # the run's own folder: exports and the HTML report
+    assert exported is not None and {"answers.csv", "report.html"} <= {p.name for p in exported.iterdir()}

@@ -4,7 +4,6 @@ settings, and the tasks' functions called with `.fn()`."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date
 from pathlib import Path
 
 import duckdb
@@ -16,11 +15,12 @@ import flows.service
 from diligence.analytics.checks import CheckResult
 from diligence.errors import DiligenceError
 from diligence.report.export import ExportedFile
+from diligence.report.folders import RUN_FOLDER, latest_run
 from diligence.sync import NamespaceOutcome, SyncError, run_sync
 from diligence.warehouse import Warehouse, WarehouseBusyError
 from flows.company_connections_sync import (
     check_export_formats,
-    export_dated_reports,
+    export_run_reports,
     namespace_outcome,
     raise_for_failures,
     rebuild_analytics_schema,
@@ -254,15 +254,21 @@ def synced_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
 def test_task_functions_build_check_and_export(synced_warehouse: Path, tmp_path: Path) -> None:
     with disable_run_logger():
         analytics = rebuild_analytics_schema.fn(str(synced_warehouse), 30)
-        exported = export_dated_reports.fn(
-            str(synced_warehouse), str(tmp_path), ["parquet", "parquet"], date(2026, 1, 31)
-        )
+        exported = export_run_reports.fn(str(synced_warehouse), str(tmp_path), ["parquet", "parquet"])
+        again = export_run_reports.fn(str(synced_warehouse), str(tmp_path), ["parquet"])
 
     assert analytics.models.row_counts["analytics.answers"] > 0
     assert analytics.checks and not analytics.failed_checks
     assert analytics.published == synced_warehouse.with_name("warehouse-analytics.duckdb")
-    assert {f.path.parent for f in exported} == {tmp_path / "2026-01-31"}
-    assert sorted(f.path.name for f in exported) == sorted(
+    # each run its own folder, named after the last sync; `latest` names the second
+    with duckdb.connect(str(synced_warehouse), read_only=True) as con:
+        (sync_id,) = con.execute("select max(sync_id) from analytics.sync_runs").fetchone()  # type: ignore[misc]
+    for run in (exported, again):
+        match = RUN_FOLDER.fullmatch(run.folder.name)
+        assert run.folder.parent == tmp_path and match is not None and match["sync"] == sync_id
+        assert {f.path.parent for f in run.files} == {run.folder}
+    assert exported.folder != again.folder and latest_run(tmp_path) == again.folder
+    assert sorted(f.path.name for f in exported.files) == sorted(
         f"{report}.parquet"
         for report in (
             "answers",

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import time
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from prefect.blocks.system import Secret
 import flows.company_connections_sync as flow_module
 from diligence.analytics.checks import check_names
 from diligence.report.export import REPORTS
+from diligence.report.folders import latest_run
 from flows.company_connections_sync import (
     DBT_BUILD_ARTIFACT_KEY,
     DOCUMENTS_ARTIFACT_KEY,
@@ -66,7 +66,8 @@ def test_flow_syncs_builds_exports_and_publishes(
     published = Path(paths["warehouse"]).with_name("warehouse-analytics.duckdb")
     assert query(str(published), "select count(*) from analytics.answers")[0][0] > 0
 
-    folder = Path(paths["reports_dir"]) / date.today().isoformat()
+    folder = latest_run(Path(paths["reports_dir"]))  # the run's own folder
+    assert folder is not None
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         [f"{report}.{ext}" for report in REPORTS for ext in ("csv", "parquet")] + ["report.html"]
     )
@@ -176,7 +177,8 @@ def test_namespace_whose_access_was_lost_fails_loudly(
     recorded = query(paths["warehouse"], "select namespace_company_id, status from raw.sync_runs "
                      "where namespace_company_id = ? order by synced_at", [lost])
     assert recorded[-1] == (lost, "failed")
-    assert (Path(paths["reports_dir"]) / date.today().isoformat() / "answers.csv").is_file()
+    folder = latest_run(Path(paths["reports_dir"]))
+    assert folder is not None and (folder / "answers.csv").is_file()
     summary = next(
         a for a in runs.artifacts(state.state_details.flow_run_id) if a.key == SUMMARY_ARTIFACT_KEY
     )

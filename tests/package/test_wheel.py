@@ -74,7 +74,7 @@ def test_the_demo_runs_outside_the_checkout(venv: Path, tmp_path: Path) -> None:
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     assert "Synced 2 namespaces" in demo.stdout
     assert f"try: {venv / 'bin' / 'duckdb'} -readonly" in demo.stdout  # the CLI came along
-    assert (tmp_path / "reports" / "report.html").stat().st_size > 100_000
+    assert (tmp_path / "reports" / "latest" / "report.html").stat().st_size > 100_000  # the run's folder
     with duckdb.connect(str(tmp_path / "data" / "demo-analytics.duckdb"), read_only=True) as con:
         assert con.execute("select counterparty_count from analytics.headline").fetchone()[0] > 0
 

@@ -61,8 +61,8 @@ def _user_run(base_url: str, cwd: Path, env: dict[str, str], *, full: bool = Tru
     ]
     if full:
         steps += [
-            ["export", "--format", "csv", "--out", "reports", "--warehouse", "data/w.duckdb"],
-            ["export", "--format", "parquet", "--out", "reports", "--warehouse", "data/w.duckdb"],
+            ["export", "--format", "csv", "--warehouse", "data/w.duckdb"],  # reports/<run>/
+            ["export", "--format", "parquet", "--warehouse", "data/w.duckdb"],
             ["report", "--warehouse", "data/w.duckdb", "--out", "reports/report.html"],
             ["status", "--warehouse", "data/w.duckdb"],
         ]
