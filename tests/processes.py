@@ -1,6 +1,7 @@
 """The real processes of the tests that need them (a local Prefect server, its workers,
-`diligence schedule`): each in its own process group, on loopback, stopped by PID; and a
-loopback receiver of what a process posts (:class:`Receiver`)."""
+`diligence schedule`): each in its own process group, on loopback, stopped by PID; a
+loopback receiver of what a process posts (:class:`Receiver`), and a proxy that lets
+nothing out (:class:`ProxyTrap`)."""
 
 from __future__ import annotations
 
@@ -155,6 +156,40 @@ class Receiver:
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1})
 
     def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+class ProxyTrap:
+    """An HTTPS proxy on 127.0.0.1 that forwards nothing: a process with :attr:`env` asks
+    it for every HTTPS connection it opens beyond loopback (a ``CONNECT host:port``, kept
+    in :attr:`targets`), and is refused."""
+
+    def __init__(self) -> None:
+        self.targets: list[str] = []
+        targets = self.targets
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_CONNECT(self) -> None:  # noqa: N802 - http.server's name
+                targets.append(self.path)
+                self.send_response(403)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        #: the variables that send a process's HTTPS (and WebSocket) traffic here
+        self.env = {"HTTPS_PROXY": self.url, "NO_PROXY": "127.0.0.1,localhost"}
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1})
+
+    def __enter__(self) -> ProxyTrap:
         self.thread.start()
         return self
 
