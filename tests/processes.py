@@ -1,7 +1,7 @@
 """The real processes of the tests that need them (a local Prefect server, its workers,
-`diligence schedule`): each in its own process group, on loopback, stopped by PID; a
-loopback receiver of what a process posts (:class:`Receiver`), and a proxy that lets
-nothing out (:class:`ProxyTrap`)."""
+`diligence schedule`): each in its own process group, on loopback, stopped by PID; what
+is left of a process tree (:func:`still_running`); a loopback receiver of what a process
+posts (:class:`Receiver`), and a proxy that lets nothing out (:class:`ProxyTrap`)."""
 
 from __future__ import annotations
 
@@ -130,6 +130,45 @@ def prefect_server(home: Path, *, startup_seconds: float = 120, services: bool =
         yield api_url
     finally:
         stop(process)
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """State, parent PID and process group of `pid` (None: no such process)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state, ppid, pgrp = text.rpartition(")")[2].split()[:3]
+    return state, int(ppid), int(pgrp)
+
+
+def _processes() -> dict[int, tuple[str, int, int]]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            found[int(entry.name)] = stat
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` now: its children, theirs, and so on."""
+    children: dict[int, list[int]] = {}
+    for child, (_, ppid, _) in _processes().items():
+        children.setdefault(ppid, []).append(child)
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def still_running(pids: set[int], group: int) -> set[int]:
+    """Those of `pids`, and of the members of process group `group`, that have not exited
+    (a zombie has: only its exit status is left for a parent to collect)."""
+    return {pid for pid, (state, _, pgrp) in _processes().items()
+            if (pid in pids or pgrp == group) and state != "Z"}
 
 
 class Receiver:
