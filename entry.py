@@ -42,7 +42,7 @@ def schedule(
 
     Registers the deployment company-connections-sync/company-connections-scheduled with
     the Prefect API in PREFECT_API_URL and runs each scheduled run here, one at a time,
-    until stopped with Ctrl+C.
+    until stopped with Ctrl+C or SIGTERM (exit code 0; SIGTERM cancels a run in flight).
     """
     from diligence.cli import EXIT_USAGE, CommandError
     from diligence.cli.schedule_check import ScheduleError, validate_schedule
@@ -56,7 +56,7 @@ def schedule(
 
     from flows.serve import serve_schedule
 
-    err.print(f"serving company-connections-sync on '{cron}' ({timezone}); Ctrl+C stops", highlight=False)
+    err.print(f"serving company-connections-sync on '{cron}' ({timezone}); Ctrl+C or SIGTERM stops", highlight=False)
     serve_schedule(
         cron,
         timezone,

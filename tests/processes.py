@@ -1,6 +1,7 @@
 """The real processes of the tests that need them (a local Prefect server, its workers,
-`diligence schedule`): each in its own process group, on loopback, stopped by PID; and a
-loopback receiver of what a process posts (:class:`Receiver`)."""
+`diligence schedule`): each in its own process group, on loopback, stopped by PID; what
+is left of a process tree (:func:`still_running`); a loopback receiver of what a process
+posts (:class:`Receiver`), and a proxy that lets nothing out (:class:`ProxyTrap`)."""
 
 from __future__ import annotations
 
@@ -131,6 +132,45 @@ def prefect_server(home: Path, *, startup_seconds: float = 120, services: bool =
         stop(process)
 
 
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """State, parent PID and process group of `pid` (None: no such process)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state, ppid, pgrp = text.rpartition(")")[2].split()[:3]
+    return state, int(ppid), int(pgrp)
+
+
+def _processes() -> dict[int, tuple[str, int, int]]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
+            found[int(entry.name)] = stat
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` now: its children, theirs, and so on."""
+    children: dict[int, list[int]] = {}
+    for child, (_, ppid, _) in _processes().items():
+        children.setdefault(ppid, []).append(child)
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def still_running(pids: set[int], group: int) -> set[int]:
+    """Those of `pids`, and of the members of process group `group`, that have not exited
+    (a zombie has: only its exit status is left for a parent to collect)."""
+    return {pid for pid, (state, _, pgrp) in _processes().items()
+            if (pid in pids or pgrp == group) and state != "Z"}
+
+
 class Receiver:
     """An HTTP receiver on 127.0.0.1 that keeps every JSON body posted to it (a webhook,
     a telemetry endpoint)."""
@@ -155,6 +195,40 @@ class Receiver:
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1})
 
     def __enter__(self) -> Receiver:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+class ProxyTrap:
+    """An HTTPS proxy on 127.0.0.1 that forwards nothing: a process with :attr:`env` asks
+    it for every HTTPS connection it opens beyond loopback (a ``CONNECT host:port``, kept
+    in :attr:`targets`), and is refused."""
+
+    def __init__(self) -> None:
+        self.targets: list[str] = []
+        targets = self.targets
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_CONNECT(self) -> None:  # noqa: N802 - http.server's name
+                targets.append(self.path)
+                self.send_response(403)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        #: the variables that send a process's HTTPS (and WebSocket) traffic here
+        self.env = {"HTTPS_PROXY": self.url, "NO_PROXY": "127.0.0.1,localhost"}
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1})
+
+    def __enter__(self) -> ProxyTrap:
         self.thread.start()
         return self
 

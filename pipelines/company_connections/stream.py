@@ -1,7 +1,7 @@
 """The synchronous side of the async client: one call, or a whole sync as a stream.
 
 :func:`run_coroutine` runs one coroutine of the client (a check, a download) to
-completion from synchronous code, on a new uvloop event loop.
+completion from synchronous code, on a new uvloop event loop in a thread of its own.
 
 :func:`stream_namespaces` reads every namespace side by side through one client (one
 login, one token, one concurrency limit) in a background thread, staging each
@@ -15,6 +15,8 @@ every namespace was read and committed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import queue
 import shutil
 import threading
@@ -40,33 +42,55 @@ __all__ = ["NamespaceStream", "run_coroutine", "stream_namespaces"]
 T = TypeVar("T")
 
 
-def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run `coro` on a new uvloop event loop (less CPU per request than asyncio's)."""
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+def _run(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop | None = None) -> T:
+    """Run `coro` on `loop`, by default a new uvloop event loop (less CPU per request than
+    asyncio's), then close the loop."""
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop if loop is None else lambda: loop) as runner:
         return runner.run(coro)
 
 
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """Run `coro` to completion, also when called from inside a running event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return _run(coro)
+    """Run `coro` to completion from synchronous code, with :func:`_run` in a thread of its
+    own, in the caller's context.
+
+    The caller's thread only waits, so a signal handler's exception is raised there as
+    Python raises it, and the call is then cancelled: Ctrl-C's KeyboardInterrupt, and the
+    ``TerminationSignal`` with which Prefect cancels a flow run. A uvloop loop running on
+    the main thread would log a signal handler's exception other than KeyboardInterrupt
+    ("Exception in callback Loop._read_from_self", uvloop issue #94) and carry on, leaving
+    a cancelled flow run to be killed after Prefect's grace period. Called from inside a
+    running event loop, it needs a thread anyway.
+    """
+    loop = uvloop.new_event_loop()
     result: list[T] = []
     error: list[BaseException] = []
+    finished = threading.Event()  # not Thread.join: an interrupted join marks the thread ended
 
     def target() -> None:
         try:
-            result.append(_run(coro))
+            result.append(_run(coro, loop))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             error.append(exc)
+        finally:
+            finished.set()
 
-    thread = threading.Thread(target=target, name="company-connections-call")
-    thread.start()
-    thread.join()
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(target,), name="company-connections-call").start()
+    try:
+        finished.wait()
+    except BaseException:  # a signal's exception, raised here while waiting: stop the call
+        with contextlib.suppress(RuntimeError):  # its loop already closed: nothing to stop
+            loop.call_soon_threadsafe(_cancel_tasks, loop)
+        finished.wait()
+        raise
     if error:
         raise error[0]
     return result[0]
+
+
+def _cancel_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
 
 
 # -- the streaming fetch -------------------------------------------------------------------
