@@ -203,7 +203,7 @@ def test_schedule_validates_cron_and_zone_before_printing(args: list[str], word:
 # -- hints in the spelling users type -------------------------------------------------------
 def test_insecure_http_hint_in_toml_and_env_spelling(tmp_path: Path) -> None:
     result = run(["check", "--base-url", "http://service.example.com"], tmp_path, CREDENTIALS)
-    assert result.returncode == 1
+    assert result.returncode == 2  # a setting's unsafe value
     (line,) = error_lines(result.stderr)
     assert "[sources.company_connections]" in line and "allow_insecure_http = true" in line
     assert "SOURCES__COMPANY_CONNECTIONS__ALLOW_INSECURE_HTTP=true" in line
@@ -218,7 +218,7 @@ def test_ephemeral_prefect_timeout_gets_a_one_line_hint(tmp_path: Path) -> None:
     # a process of its own: Prefect reads its settings and starts (then leaves) its
     # temporary server in the process that asks for it
     result = run_process(["schedule", "-w", "w.duckdb"], tmp_path, env, timeout=120)
-    assert result.returncode == 1
+    assert result.returncode == 2
     (line,) = error_lines(result.stderr)
     assert "PREFECT_API_URL" in line and "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS" in line
     assert "Traceback" not in result.stderr and "stdout:" not in result.stderr
