@@ -43,8 +43,7 @@ def rebuild_analytics(
     expiring_within_days: int = 30,
     as_of: datetime | None = None,
     wait_seconds: float = 0.0,
-    full_refresh: bool = False,
-    time_zone: str = "UTC",
+    full_refresh: bool = False, time_zone: str = "UTC",
 ) -> AnalyticsResult:
     """Build the models and run the checks (dbt's data tests) on them in one ``dbt
     build``, swap them into `analytics`, and publish the copy.
