@@ -26,6 +26,6 @@ def test_export_guards_by_default_and_csv_raw_turns_it_off(tmp_path: Path) -> No
     path = create_raw(tmp_path / "w.duckdb")
     insert(path, "connections", [connection("ns", "c1", HYPERLINK, received=["t1"])])
     build_models(path, as_of=AS_OF)
-    assert list(_export(tmp_path, "guarded").name) == ["'" + HYPERLINK]
-    assert list(_export(tmp_path, "raw", "--csv-raw").name) == [HYPERLINK]
-    assert list(_export(tmp_path, "config", env={"EXPORT__CSV_RAW": "true"}).name) == [HYPERLINK]
+    assert list(_export(tmp_path, "guarded").company_name) == ["'" + HYPERLINK]
+    assert list(_export(tmp_path, "raw", "--csv-raw").company_name) == [HYPERLINK]
+    assert list(_export(tmp_path, "config", env={"EXPORT__CSV_RAW": "true"}).company_name) == [HYPERLINK]

@@ -93,8 +93,8 @@ def test_digest_lines_escape_upstream_names() -> None:
 
     from diligence.analytics.digest import Change, Digest
 
-    change = Change("s", datetime(2026, 1, 1, tzinfo=timezone.utc), "ns", "c", HOSTILE, "t", None, "d",
-                    "document_newly_expired", "valid", "expired", None, None, "\x1b[31mdoc")
+    change = Change("s", datetime(2026, 1, 1, tzinfo=timezone.utc), "ns", "c", HOSTILE, False, "t", None, "d",
+                    "document_newly_expired", "\x1b[31mdoc", "valid", "expired", "valid", "\x1b[31mexpired", None)
     digest = Digest(changes=[change], failed_namespaces=[(HOSTILE, "\x1b[2J")])
     body = digest.body()
     assert "\x1b" not in body and "\x07" not in body
