@@ -1,8 +1,9 @@
 """The verified checkpoint: what the last ``diligence verify`` that passed covered.
 
-``syncs/VERIFIED`` names the last seal a verification passed at, that sync's time, and
-the raw row versions per table that were then at or before it; its digest is the hash of
-those. The next sync records the checkpoint (seal and digest) in its manifest's header,
+``syncs/VERIFIED`` names the last seal a verification passed at, the latest time a sync
+sealed by then began (workers' syncs seal in any order), and the raw row versions per
+table that were then at or before it (a sync begun by then and sealed later is not
+counted: the verify after it checks its rows); its digest is the hash of those. The next sync records the checkpoint (seal and digest) in its manifest's header,
 so the seal after it covers it. A later ``verify`` extends from it (see
 :mod:`.verify`): it checks the chain, the responses and the rows that came after the
 checkpoint's seal, counts the older row versions again against the checkpoint, and

@@ -276,19 +276,51 @@ def _version_column(con: Any, table: str) -> tuple[str, set[str]]:
     return ("_dlt_valid_from" if table in _HISTORY and "_dlt_valid_from" in present else "synced_at"), present
 
 
-def _raw_rows(con: Any, table: str, after: datetime | None = None, sample: int | None = None
-              ) -> Iterator[dict[str, Any]]:
-    """The rows of raw.`table` (`after`: those whose version began after it; `sample`:
-    that many of those that began at or before it, picked at random)."""
+def _raw_rows(con: Any, table: str, after: datetime | None = None, sample: int | None = None,
+              late: Iterable[datetime] = ()) -> Iterator[dict[str, Any]]:
+    """The rows of raw.`table` (`after`: those whose version began after it, or at one
+    of the times `late`; `sample`: that many of the others, picked at random)."""
     since, present = _version_column(con, table)
     columns = sorted({*ROW_COLUMNS[table], *ROW_KEYS[table], "response_sha256", since} & present)
-    where = "" if after is None else f"where {since} {'<=' if sample else '>'} $after"
+    where, parameters = ("", {}) if after is None else _split(since, after, late, older=bool(sample))
     picked = f"using sample reservoir({int(sample)} rows)" if sample else ""
     cursor = con.execute(f"select {', '.join(columns)} from (select * from raw.{table} {where}) {picked} "
-                         f"order by {', '.join(ROW_KEYS[table])}", {"after": after} if after is not None else {})
+                         f"order by {', '.join(ROW_KEYS[table])}", parameters)
     while batch := cursor.fetchmany(2048):
         for values in batch:
             yield dict(zip(columns, values, strict=True))
+
+
+def _split(since: str, moment: datetime, late: Iterable[datetime], *, older: bool) -> tuple[str, dict[str, Any]]:
+    """The condition (and its parameters) of the row versions a checkpoint at `moment`
+    covers (`older`), or of the others: those after it, and those of the syncs `late`
+    (begun by then, sealed after the checkpoint's seal)."""
+    parameters: dict[str, Any] = {"moment": moment}
+    names = []
+    for number, when in enumerate(sorted(set(late))):
+        parameters[f"late{number}"] = when
+        names.append(f"$late{number}")
+    listed = f"{since} in ({', '.join(names)})" if names else "false"
+    if older:
+        return f"where {since} <= $moment and not ({listed})", parameters
+    return f"where {since} > $moment or {listed}", parameters
+
+
+def _sync_time(sync_id: str) -> datetime | None:
+    """The time a sync began, which its id spells and its row versions carry."""
+    try:
+        return datetime.strptime(sync_id, "%Y%m%dT%H%M%S%fZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def _late(store: Store, start: Checkpoint | None) -> list[datetime]:
+    """The syncs of `store` (read after `start`'s seal) that began at or before the time
+    `start` covers: syncs that ran beside the ones it covers and sealed after them."""
+    if start is None:
+        return []
+    return [t for m in [*store.sealed, *store.unsealed] if (m.seal or {}).get("hash") != start.seal
+            and (t := _sync_time(m.sync_id)) is not None and t <= start.time]
 
 
 def _starting_point(root: Path, full: bool, since: str | None, problems: list[str]) -> Checkpoint | None:
@@ -305,9 +337,9 @@ def _starting_point(root: Path, full: bool, since: str | None, problems: list[st
         if len(matches) != 1:
             raise EvidenceError(f"--since {since}: no seal or sync of the chain is named so (give a seal's hash, "
                                 "8 hex digits or more, or a sync id)")
-        manifest = read_manifest(root / "syncs" / f"{matches[0].sync_id}{SEALED_SUFFIX}", entries=False)
-        synced_at = str((manifest.header if manifest else {}).get("synced_at"))
-        found = Checkpoint(matches[0].hash, matches[0].sync_id, synced_at, "")
+        order = sorted(links, key=lambda k: (k.sealed_at, k.sync_id))
+        covered = [t for k in order[:order.index(matches[0]) + 1] if (t := _sync_time(k.sync_id)) is not None]
+        found = Checkpoint(matches[0].hash, matches[0].sync_id, max(covered).isoformat(), "")
     else:
         found = read_checkpoint(root)
     if isinstance(found, str):
@@ -341,14 +373,15 @@ def verify_warehouse(owner: Warehouse, *, head: str | None = None, full: bool = 
     _recorded(store, start, result.problems)
     good, bad = _check_responses(store, result, every=start is None)
     index = _Index.of(store)
+    late = _late(store, start)
     if owner.exists():
         with owner.session(read_only=True, memory_limit=None) as con:
-            _check_warehouse(con, store, index, good, bad, result)
+            _check_warehouse(con, store, index, good, bad, result, late)
             if start is not None:
-                _check_older(con, root, start, result)
+                _check_older(con, root, start, result, late)
             last = store.by_hash.get(result.head or "")
             if result.ok and last is not None and (since is None or full):
-                write_checkpoint(root, _checkpoint_of(con, last))
+                write_checkpoint(root, _checkpoint_of(con, last, store, start))
     if head is not None and find_head(read_store(root, entries=False) if start is not None else store, head) is None:
         result.problems.append(f"the head kept elsewhere ({head.strip()[:64]}) is not in the chain: "
                                "the chain was rewritten, or its manifests removed")
@@ -367,21 +400,26 @@ def _recorded(store: Store, start: Checkpoint | None, problems: list[str]) -> No
                             f"{start.seal[:12]}: it was edited since")
 
 
-def _checkpoint_of(con: Any, last: Manifest) -> Checkpoint:
-    """The checkpoint of a verification that passed at the sealed manifest `last`."""
-    synced_at = str(last.header.get("synced_at"))
-    moment = parse_time(synced_at)
-    rows = {table: _older(con, table, moment) for table in _HISTORY if f"raw.{table}" in table_names(con)}
-    return Checkpoint(str((last.seal or {})["hash"]), last.sync_id, synced_at,
+def _checkpoint_of(con: Any, last: Manifest, store: Store, start: Checkpoint | None) -> Checkpoint:
+    """The checkpoint of a verification that passed at the sealed manifest `last` (the
+    head of `store`, read after `start`'s seal): it covers the syncs sealed by then, up
+    to the latest time one of them began (syncs of other workers seal in any order); the
+    rows of a sync begun by then and not sealed yet are not counted."""
+    times = [t for m in store.sealed if (t := _sync_time(m.sync_id)) is not None]
+    moment = max([*times, *([start.time] if start is not None else [])])
+    pending = [t for m in store.unsealed if (t := _sync_time(m.sync_id)) is not None and t <= moment]
+    rows = {table: _older(con, table, moment, pending) for table in _HISTORY if f"raw.{table}" in table_names(con)}
+    return Checkpoint(str((last.seal or {})["hash"]), last.sync_id, moment.isoformat(),
                       datetime.now(timezone.utc).isoformat(), rows)
 
 
-def _older(con: Any, table: str, moment: datetime | None) -> int:
+def _older(con: Any, table: str, moment: datetime, late: Iterable[datetime] = ()) -> int:
     since, _present = _version_column(con, table)
-    return int(con.execute(f"select count(*) from raw.{table} where {since} <= $at", {"at": moment}).fetchone()[0])
+    where, parameters = _split(since, moment, late, older=True)
+    return int(con.execute(f"select count(*) from raw.{table} {where}", parameters).fetchone()[0])
 
 
-def _check_older(con: Any, root: Path, start: Checkpoint, result: Verification) -> None:
+def _check_older(con: Any, root: Path, start: Checkpoint, result: Verification, late: list[datetime]) -> None:
     """The rows before the checkpoint: their versions counted again per table (a deleted
     or added one changes a count), and a sample checked against their responses."""
     moment = start.time
@@ -389,7 +427,7 @@ def _check_older(con: Any, root: Path, start: Checkpoint, result: Verification) 
     for table, expected in sorted((start.rows or {}).items()):
         if f"raw.{table}" not in tables:
             continue
-        found = _older(con, table, moment)
+        found = _older(con, table, moment, late)
         result.older += found
         if found != expected:
             difference = f"{expected - found:,} deleted" if found < expected else f"{found - expected:,} added"
@@ -398,7 +436,7 @@ def _check_older(con: Any, root: Path, start: Checkpoint, result: Verification) 
     picked: dict[str, list[dict[str, Any]]] = {}
     syncs: dict[str, Manifest | None] = {}
     for table in ROW_KEYS:
-        for row in _raw_rows(con, table, moment, sample=SAMPLE) if f"raw.{table}" in tables else ():
+        for row in _raw_rows(con, table, moment, sample=SAMPLE, late=late) if f"raw.{table}" in tables else ():
             when = _version_time(row)
             sync_id = when.strftime("%Y%m%dT%H%M%S%fZ") if when is not None else ""
             if row["response_sha256"] is None or not is_sync_id(sync_id):
@@ -426,7 +464,7 @@ def _check_older(con: Any, root: Path, start: Checkpoint, result: Verification) 
 
 
 def _check_warehouse(con: Any, store: Store, index: _Index, good: set[str], bad: set[str],
-                     result: Verification) -> None:
+                     result: Verification, late: list[datetime]) -> None:
     tables = table_names(con)
     after = result.since.time if result.since is not None else None
     first = after or store.began
@@ -444,10 +482,10 @@ def _check_warehouse(con: Any, store: Store, index: _Index, good: set[str], bad:
         if f"raw.{table}" not in tables:
             continue
         checkable = []
-        for row in _raw_rows(con, table, after):
+        for row in _raw_rows(con, table, after, late=late):
             sha = row["response_sha256"]
             since = _version_time(row)
-            if sha is None and first is not None and (since is None or since >= first):
+            if sha is None and first is not None and (since is None or since >= first or since in late):
                 result.problems.append(f"{_describe(table, row)} names no response (response_sha256 is NULL), "
                                        f"though it is not older than the evidence ({_iso(first)})")
             elif sha is None:

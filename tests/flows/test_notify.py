@@ -91,7 +91,8 @@ def test_notification_lists_what_is_new_and_nothing_when_unchanged(
     assert payload["subject"] == "diligence: 1 document newly expiring, 1 document newly expired, 1 namespaces failed"
     assert "2 changes since the previous sync" in text
     [expired] = _lines(text, "document_newly_expired")
-    assert expired.startswith(f"- document newly expired: {gone_name} [") and expired.endswith(": valid -> expired")
+    assert expired.startswith(f"- document newly expired: {gone_name} [") and expired.endswith(
+        f": valid -> expired since {(now - timedelta(days=1)).date().isoformat()}")
     [expiring] = _lines(text, "document_newly_expiring")
     assert expiring.startswith(f"- document newly expiring: {soon_name} [")
     assert f"{gone_company} (" in text and f"{soon_company} (" in text  # grouped by counterparty
