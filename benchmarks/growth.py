@@ -20,12 +20,15 @@ so both see the same machine load. Without it only this tree is measured.
    history marts' seconds, and whether the CLI built twice (a failed build first). This
    tree also builds the same copy with ``--full-refresh``.
 2. **small**: the sandbox's `small` world synced ``--small-syncs`` times into one
-   warehouse per tree (``diligence sync --no-models``, then ``diligence models``), with
-   changes between syncs through the sandbox's admin routes (answers every sync, a
-   document's expiry every third, a connection's reading rights every seventh, a template
-   field every twentieth, a new document every tenth). Figures: ``diligence models`` of
-   the 2nd and of the last sync; the warehouse file's and the analysts' copy's bytes and
-   free blocks, and the raw rows, after each sync; bytes per added raw row.
+   warehouse per tree, as a daily user does (``diligence sync --no-models``, then
+   ``models``, ``status``, ``changes``, ``verify``), with changes between syncs through
+   the sandbox's admin routes (answers every sync, a document's expiry every third, a
+   connection's reading rights every seventh, a template field every twentieth, a new
+   document every tenth). The warehouse as the 2nd and the last sync left it is kept;
+   at the end the four commands run on fresh copies of both, alternating, ``--repeat``
+   times (medians and ratios). Also the warehouse file's and the analysts' copy's bytes
+   and free blocks, the raw rows and their size after each sync: file bytes per added
+   raw row against the raw data's.
 
 Writes the part ``growth`` of ``benchmarks/RESULTS.md`` (raw figures:
 ``benchmarks/.work/growth.json``).
@@ -234,15 +237,30 @@ def _file_figures(warehouse: Path) -> dict[str, Any]:
         tables = [r[0] for r in con.execute(
             "select table_name from duckdb_tables() where schema_name = 'raw'").fetchall()]
         rows = sum(con.execute(f'select count(*) from raw."{t}"').fetchone()[0] for t in tables)  # type: ignore[index]
+        raw_bytes = _raw_bytes(con, tables)
         size = con.execute("pragma database_size").fetchone()
         names = [d[0] for d in con.description]  # type: ignore[union-attr]
         blocks = dict(zip(names, size, strict=True))  # type: ignore[arg-type]
     published = warehouse.with_name(warehouse.stem + "-analytics.duckdb")
-    return {"bytes": warehouse.stat().st_size, "raw_rows": rows, "free_blocks": blocks["free_blocks"],
+    return {"bytes": warehouse.stat().st_size, "raw_rows": rows, "raw_bytes": raw_bytes, "free_blocks": blocks["free_blocks"],
             "used_blocks": blocks["used_blocks"], "published_bytes": published.stat().st_size}
 
 
-def small(trees: dict[str, Path], syncs: int) -> dict[str, Any]:
+#: the commands timed on the 2nd and the last sync's warehouse, side by side
+COMMANDS = ("models", "status", "changes", "verify")
+
+
+def _daily(tree: Path, warehouse: Path, as_of: str) -> dict[str, Any]:
+    """What a user runs after a sync, on `warehouse` with `tree`'s code: ``models``,
+    ``status``, ``changes``, ``verify`` (which keeps its checkpoint); wall seconds each."""
+    log = warehouse.with_suffix(".log")
+    figures = {"models": _models(tree, warehouse, as_of)}
+    for command in COMMANDS[1:]:
+        figures[command] = _diligence(tree, [command, "-w", str(warehouse)], log)
+    return figures
+
+
+def small(trees: dict[str, Path], syncs: int, repeat: int) -> dict[str, Any]:
     from tests.models.rawdb import AS_OF
 
     as_of = AS_OF.strftime("%Y-%m-%dT%H:%M:%S")
@@ -250,6 +268,7 @@ def small(trees: dict[str, Path], syncs: int) -> dict[str, Any]:
     root = WORK / "small"
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
+    kept = {2: "second", syncs: "last"}
     with sandbox("small", log_dir=WORK) as box:
         items: dict[str, list[Any]] = {}
         for number in range(1, syncs + 1):
@@ -261,16 +280,46 @@ def small(trees: dict[str, Path], syncs: int) -> dict[str, Any]:
                 warehouse.parent.mkdir(exist_ok=True)
                 sync = _diligence(trees[name], ["sync", "--no-models", "--base-url", box.base_url,
                                                 "-w", str(warehouse)], warehouse.with_suffix(".log"))
-                figures = _models(trees[name], warehouse, as_of)
-                figures.update(_file_figures(warehouse), sync=sync["wall"])
+                if number in kept:  # as the sync left it, before its models
+                    shutil.copytree(warehouse.parent, root / f"{name}-{kept[number]}", symlinks=True)
+                daily = _daily(trees[name], warehouse, as_of)
+                figures = {**daily["models"], **_file_figures(warehouse), "sync": sync["wall"],
+                           **{f"{c}_wall": daily[c]["wall"] for c in COMMANDS[1:]}}
                 runs[name].append(figures)
                 if not items:
                     items = _items(warehouse.with_name("w-analytics.duckdb"))
             print(f"sync {number}: " + ", ".join(
                 f"{n} models {runs[n][-1]['wall']:.1f} s, {runs[n][-1]['bytes'] / 1e6:.1f} MB" for n in names),
                 flush=True)
+    side = _side_by_side(trees, root, as_of, repeat)
     shutil.rmtree(root, ignore_errors=True)
-    return {"syncs": syncs, "runs": runs}
+    return {"syncs": syncs, "runs": runs, "side_by_side": side}
+
+
+def _side_by_side(trees: dict[str, Path], root: Path, as_of: str, repeat: int) -> dict[str, Any]:
+    """The commands after the 2nd sync and after the last, each on a fresh copy of the
+    warehouse as that sync left it, alternating, `repeat` times: wall seconds per tree,
+    sync (second, last) and command."""
+    timed: dict[str, dict[str, dict[str, list[float]]]] = {
+        name: {which: {c: [] for c in COMMANDS} for which in ("second", "last")} for name in trees}
+    for number in range(repeat):
+        for name in trees:
+            for which in ("second", "last") if number % 2 == 0 else ("last", "second"):
+                scratch = root / "scratch"
+                shutil.rmtree(scratch, ignore_errors=True)
+                shutil.copytree(root / f"{name}-{which}", scratch, symlinks=True)
+                daily = _daily(trees[name], scratch / "w.duckdb", as_of)
+                for command in COMMANDS:
+                    timed[name][which][command].append(daily[command]["wall"])
+                print(f"  {name} after the {which} sync #{number + 1}: " + ", ".join(
+                    f"{c} {daily[c]['wall']:.1f} s" for c in COMMANDS), flush=True)
+    return timed
+
+
+def _raw_bytes(con: duckdb.DuckDBPyConnection, tables: list[str]) -> int:
+    """The raw rows' own size: their values as JSON text, in bytes."""
+    return sum(con.execute(f'select coalesce(sum(strlen(to_json(t)::varchar)), 0) from raw."{name}" t'
+                           ).fetchone()[0] for name in tables)  # type: ignore[index]
 
 
 def _fit(points: list[tuple[float, float]]) -> tuple[float, float]:
@@ -322,17 +371,28 @@ def render(results: dict[str, Any]) -> str:
     small_results = results.get("small")
     if small_results:
         count = small_results["syncs"]
-        lines += ["", f"The sandbox's `small` world, {count} syncs with changes between them "
-                  "(`diligence sync --no-models`, then `diligence models`):", "",
-                  f"| tree | models, 2nd sync | models, {count}th | ratio | file, 2nd -> {count}th | "
-                  "bytes per added raw row | free blocks at the end | analysts' copy, 2nd -> last |",
-                  "|---|---:|---:|---:|---|---:|---:|---|"]
+        side = small_results.get("side_by_side") or {}
+        lines += ["", f"The sandbox's `small` world, {count} syncs with changes between them; after each, "
+                  "`diligence sync --no-models`, then `models`, `status`, `changes`, `verify` (a daily user). "
+                  f"The commands after the 2nd and after the {count}th sync, each on a fresh copy of the warehouse "
+                  f"as that sync left it, side by side (medians of {results['repeat']}):", "",
+                  f"| tree | command | after the 2nd sync | after the {count}th | ratio |", "|---|---|---:|---:|---:|"]
+        for name, timed in side.items():
+            for command in COMMANDS:
+                second, last = median(timed["second"][command]), median(timed["last"][command])
+                lines.append(f"| {name} | `{command}` | {second:.2f} s | {last:.2f} s | {last / second:.2f}x |")
+        lines += ["", "The warehouse file as it grows (raw data: the raw rows' values as JSON text):", "",
+                  f"| tree | file, 2nd -> {count}th | raw rows added | file bytes per added raw row | "
+                  "raw data bytes per added raw row | file growth / raw data growth | free blocks at the end | "
+                  "analysts' copy, 2nd -> last |", "|---|---|---:|---:|---:|---:|---:|---|"]
         for name, runs in small_results["runs"].items():
             second, last = runs[1], runs[-1]
-            per_row = (last["bytes"] - second["bytes"]) / max(1, last["raw_rows"] - second["raw_rows"])
+            added = max(1, last["raw_rows"] - second["raw_rows"])
+            grown = last["bytes"] - second["bytes"]
+            data = last.get("raw_bytes", 0) - second.get("raw_bytes", 0)
             lines.append(
-                f"| {name} | {second['wall']:.1f} s | {last['wall']:.1f} s | {last['wall'] / second['wall']:.2f}x | "
-                f"{second['bytes'] / 1e6:.1f} -> {last['bytes'] / 1e6:.1f} MB | {per_row:,.0f} | "
+                f"| {name} | {second['bytes'] / 1e6:.1f} -> {last['bytes'] / 1e6:.1f} MB | {added:,} | "
+                f"{grown / added:,.0f} | {data / added:,.0f} | {grown / data if data > 0 else float('nan'):.1f}x | "
                 f"{last['free_blocks']:,} of {last['free_blocks'] + last['used_blocks']:,} | "
                 f"{second['published_bytes'] / 1e6:.1f} -> {last['published_bytes'] / 1e6:.1f} MB |")
     return "\n".join(lines)
@@ -352,14 +412,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     trees = {"before": args.before.resolve()} if args.before else {}
     trees["after"] = ROOT
     load_before = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    results: dict[str, Any] = {"repeat": args.repeat}
+    raw = WORK_DIR / "growth.json"
+    previous = json.loads(raw.read_text()) if raw.exists() else {}
+    # a part not run this time keeps its last figures
+    results: dict[str, Any] = {k: previous[k] for k in ("synthetic", "small") if k in previous}
+    results["repeat"] = args.repeat
     if "synthetic" in args.parts:
         results["synthetic"] = synthetic(trees, args.syncs, args.repeat, args.full_refresh)
     if "small" in args.parts:
-        results["small"] = small(trees, args.small_syncs)
+        results["small"] = small(trees, args.small_syncs, args.repeat)
     m = machine()
     results["machine"] = {"cpu": m.cpu, "date": m.date, "load_average": m.load_average, "load_before": load_before}
-    publish(results, WORK_DIR / "growth.json", args.out, PART, render(results))
+    publish(results, raw, args.out, PART, render(results))
     return 0
 
 
