@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .logs import mask_secrets
+from pipelines.secrets import redact
+
 from .warehouse import pipelines_dir_of
 from .warehouse.filemodes import write_text_atomically
 
@@ -51,7 +52,7 @@ def record_failed_attempt(warehouse: Path, error: str, secrets: tuple[str, ...] 
         attempt = FailedAttempt(
             at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             pid=os.getpid(),
-            error=" ".join(mask_secrets(error, secrets).split()),
+            error=" ".join(redact(error, secrets).split()),
         )
         kept = [asdict(a) for a in failed_attempts(warehouse)][-(KEEP - 1):]
         kept.append(asdict(attempt))

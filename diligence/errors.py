@@ -55,6 +55,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pipelines.secrets import SECRET_KEYS, redact
+
 __all__ = [
     "SECRET_KEYS",
     "CheckError",
@@ -83,20 +85,6 @@ __all__ = [
     "error_chain",
     "raised_on_purpose",
 ]
-
-
-#: conninfo keys whose values are secrets (never in a message, a log or a file)
-SECRET_KEYS = ("password", "sslpassword")
-
-
-def redact(text: str) -> str:
-    """`text` with the values of password keys in conninfos and URL userinfo passwords
-    replaced by ``***``."""
-    for key in SECRET_KEYS:
-        text = re.sub(
-            rf"(\b{key}\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", text, flags=re.IGNORECASE
-        )
-    return re.sub(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@\s]*@", r"\1***@", text, flags=re.I)
 
 
 class DiligenceError(Exception):

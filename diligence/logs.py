@@ -4,13 +4,11 @@ characters escaped on the way out."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable, Iterator
 
-from .safe_text import terminal_text
+from pipelines.secrets import redact
 
-_BEARER = re.compile(r"(?i)(bearer\s+|basic\s+)[A-Za-z0-9._~+/=-]+")
-_JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+from .safe_text import terminal_text
 
 
 class LazySecrets:
@@ -33,16 +31,6 @@ class LazySecrets:
         return iter((*self._found, *self._added))
 
 
-def mask_secrets(text: str, secrets: Iterable[str] = ()) -> str:
-    """Replace authorization values, JWTs and the given secret strings with ``***``."""
-    text = _BEARER.sub(lambda m: m.group(1) + "***", text)
-    text = _JWT.sub("***", text)
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
-
-
 class SecretMaskingFilter(logging.Filter):
     """Masks secrets in every record that passes the handler it is attached to."""
 
@@ -52,7 +40,7 @@ class SecretMaskingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        masked = mask_secrets(message, self.secrets)
+        masked = redact(message, self.secrets)
         if masked != message:
             record.msg, record.args = masked, None
         return True

@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import duckdb
 from dlt.common.configuration.exceptions import ConfigFieldMissingException
 
 from pipelines.company_connections import (
@@ -175,6 +176,24 @@ def _describe(exc: BaseException) -> str:
     return f"{type(cause).__name__}: {cause}"
 
 
+def _known(exc: BaseException) -> bool:
+    """Whether a sync's failure `exc` is one it knows: ours or the client's (raised on
+    purpose), or the disk's or DuckDB's. Anything else is a bug: it stays itself (the
+    CLI shows its line and the ``--debug`` hint; a flow does not retry it)."""
+    cause = _unwrap(exc)
+    return raised_on_purpose(cause) or isinstance(cause, (OSError, duckdb.Error))
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether another attempt may succeed: as a known error says; of the others, a lost
+    connection, a timeout and DuckDB's I/O errors (a file briefly locked) may."""
+    cause = _unwrap(exc)
+    said = getattr(cause, "transient", None)
+    if isinstance(said, bool):
+        return said
+    return isinstance(cause, (ConnectionError, TimeoutError, duckdb.IOException))
+
+
 def source_settings(**overrides: Any) -> SourceSettings:
     """The source's settings, resolved once at the edge (the CLI, a flow): `overrides`
     that are not None win over dlt config (``.dlt/*.toml``, env vars), which wins over
@@ -270,11 +289,13 @@ def _commit(owner: Warehouse, stream: NamespaceStream, result: NamespaceResult,
     deletes the staged files). Returns dlt's load info and the row versions written."""
     try:
         info = owner.load(source, result.namespace_company_id if owner.is_lake else None, prepare=upgrade_raw)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         stream.discard(result)
+        if not _known(exc):
+            raise
         raise SyncError(
             f"loading namespace {result.namespace_company_id} into {owner.display()} failed: "
-            f"{_describe(exc)}", path=owner.pipelines_root,
+            f"{_describe(exc)}", path=owner.pipelines_root, transient=_transient(exc),
         ) from exc
     rows: dict[str, list[int]] = {}
     if isinstance(result, NamespaceSnapshot):
@@ -391,8 +412,10 @@ def run_sync(
                 head, chain_break = stream.head, stream.chain_break  # sealed as the stream closed
         except SyncError:
             raise
-        except Exception as exc:  # noqa: BLE001 - turned into one clear line
-            raise SyncError(_describe(exc), path=staging) from exc
+        except Exception as exc:
+            if not _known(exc):
+                raise
+            raise SyncError(_describe(exc), path=staging, transient=_transient(exc)) from exc
         finally:
             shutil.rmtree(staging, ignore_errors=True)
             if created and not outcomes:  # a sync refused at login leaves no file behind

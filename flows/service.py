@@ -16,10 +16,10 @@ from typing import Any
 from prefect.blocks.system import Secret
 
 from diligence.config import configured_namespaces
-from diligence.logs import mask_secrets
 from diligence.sync import source_settings
 from pipelines.company_connections import SourceSettings, run_coroutine
-from pipelines.company_connections.credentials import configured_secret
+from pipelines.company_connections.credentials import CREDENTIALS, configured_secret
+from pipelines.secrets import redact
 
 __all__ = [
     "PASSWORD_BLOCK",
@@ -33,7 +33,6 @@ __all__ = [
 ]
 
 PASSWORD_BLOCK = "company-connections-password"
-SECRET_KEYS = ("password", "access_token")
 
 
 def password_from_block(name: str = PASSWORD_BLOCK) -> str | None:
@@ -48,7 +47,7 @@ def password_from_block(name: str = PASSWORD_BLOCK) -> str | None:
 
 def credential_options() -> dict[str, Any]:
     """Source options that complete dlt's configuration: the block's password, if needed."""
-    if any(configured_secret(key) for key in SECRET_KEYS):
+    if any(configured_secret(key) for key in CREDENTIALS):
         return {}
     password = password_from_block()
     return {"password": password} if password else {}
@@ -56,14 +55,14 @@ def credential_options() -> dict[str, Any]:
 
 def secret_values() -> tuple[str, ...]:
     """Every secret value in use, so that text can be masked before it is published."""
-    values = [configured_secret(key) for key in SECRET_KEYS]
+    values = [configured_secret(key) for key in CREDENTIALS]
     values.append(credential_options().get("password"))
     return tuple(value for value in values if value)
 
 
 def mask(text: str) -> str:
     """`text` with secret values, bearer/basic credentials and JWTs replaced by ``***``."""
-    return mask_secrets(text, secret_values())
+    return redact(text, secret_values())
 
 
 def flow_settings(base_url: str | None, namespaces: list[str] | None = None) -> SourceSettings:

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_TIMEZONE
 from ..errors import ModelError
 from ..warehouse import MODELS_MEMORY_FALLBACKS, MODELS_THREADS, Warehouse, models_memory_limit
 from ..warehouse.limits import megabytes
@@ -40,10 +41,8 @@ class AnalyticsResult:
 def rebuild_analytics(
     warehouse: Path | Warehouse,
     *,
-    expiring_within_days: int = 30,
-    as_of: datetime | None = None,
-    wait_seconds: float = 0.0,
-    full_refresh: bool = False, time_zone: str = "UTC",
+    expiring_within_days: int = DEFAULT_EXPIRING_WITHIN_DAYS, as_of: datetime | None = None,
+    wait_seconds: float = 0.0, full_refresh: bool = False, time_zone: str = DEFAULT_TIMEZONE,
 ) -> AnalyticsResult:
     """Build the models and run the checks (dbt's data tests) on them in one ``dbt
     build``, swap them into `analytics`, and publish the copy.

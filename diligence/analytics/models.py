@@ -32,6 +32,7 @@ from typing import Any
 
 import duckdb
 
+from ..config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_TIMEZONE
 from ..errors import DbtError, DiligenceError, ModelError
 from ..warehouse import Warehouse
 from ..warehouse.location import WarehouseLocation
@@ -83,7 +84,7 @@ class ModelsResult:
     as_of: datetime  # naive UTC
     expiring_within_days: int
     #: the time zone whose calendar days days_until_expiry counts
-    time_zone: str = "UTC"
+    time_zone: str = DEFAULT_TIMEZONE
     # model ("staging.stg_x", "analytics.answers") -> seconds, in the order dbt ran them
     timings: dict[str, float] = field(default_factory=dict)
     row_counts: dict[str, int] = field(default_factory=dict)  # analytics table -> rows
@@ -100,13 +101,13 @@ class ModelsResult:
 def build_models(
     warehouse: Path | str | WarehouseLocation | Warehouse,
     *,
-    expiring_within_days: int = 30,
+    expiring_within_days: int = DEFAULT_EXPIRING_WITHIN_DAYS,
     as_of: datetime | None = None,
     memory_limit: str | Callable[[int], str] | None = None,
     duckdb_threads: int | None = None,
     project_dir: Path = PROJECT_DIR,
     full_refresh: bool = False,
-    time_zone: str = "UTC",
+    time_zone: str = DEFAULT_TIMEZONE,
 ) -> ModelsResult:
     """Build the dbt project beside `analytics` and run its checks, then swap the build
     in (see the module docstring).

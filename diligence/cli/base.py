@@ -22,6 +22,8 @@ import typer
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from pipelines.secrets import redact
+
 from ..config import DEMO_WAREHOUSE
 from ..errors import (
     CommandError,
@@ -30,7 +32,7 @@ from ..errors import (
     disk_full_line,
     raised_on_purpose,
 )
-from ..logs import LazySecrets, configure_logging, mask_secrets
+from ..logs import LazySecrets, configure_logging
 from ..memory import bound_process_memory
 from ..safe_text import terminal_text
 from ..warehouse import DEFAULT_WAREHOUSE, Warehouse, open_warehouse
@@ -183,11 +185,12 @@ def _password_from_stdin(asked: bool) -> str | None:
 
 def _configured_secrets() -> list[str | None]:
     """Configured secret values, so that logs can mask them wherever they appear."""
-    from pipelines.company_connections.credentials import (
-        configured_secret,  # start-up (dlt 0.9 s of imports): dlt
+    from pipelines.company_connections.credentials import (  # start-up (dlt 0.9 s of imports): dlt
+        CREDENTIALS,
+        configured_secret,
     )
 
-    return [configured_secret(key) for key in ("password", "access_token")]
+    return [configured_secret(key) for key in CREDENTIALS]
 
 
 def handle_errors(func: F) -> F:
@@ -205,10 +208,10 @@ def handle_errors(func: F) -> F:
             # model's SQL line and the caret under it follow as they are.
             if caret:
                 text = text.removesuffix(caret)
-            line = " ".join(mask_secrets(text, _state["secrets"]).split())
+            line = " ".join(redact(text, _state["secrets"]).split())
             err.print(f"[red]error:[/red] {escape(terminal_text(line))}", highlight=False)
             for below in (caret or "").splitlines():
-                err.print(escape(terminal_text(mask_secrets(below, _state["secrets"]))), highlight=False)
+                err.print(escape(terminal_text(redact(below, _state["secrets"]))), highlight=False)
 
         try:
             return func(*args, **kwargs)
@@ -224,7 +227,7 @@ def handle_errors(func: F) -> F:
         except Exception as exc:
             if _state["debug"]:  # the traceback, then the same line and exit code as without
                 for text in "".join(traceback.format_exception(exc)).splitlines():
-                    err.print(escape(terminal_text(mask_secrets(text, _state["secrets"]))), highlight=False)
+                    err.print(escape(terminal_text(redact(text, _state["secrets"]))), highlight=False)
             full = disk_full_line(exc)  # said as such, whatever step the full disk stopped
             hint = full or hint_for(exc)
             known = hint is not None or raised_on_purpose(exc)

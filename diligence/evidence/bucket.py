@@ -82,12 +82,13 @@ from pipelines.evidence.store import (
     FileModes,
     make_folder,
 )
+from pipelines.secrets import redact
 
 from ..config import DEFAULT_HEARTBEAT_SECONDS, heartbeat_seconds
 from ..errors import EvidenceError
 from ..warehouse import Warehouse
 from ..warehouse.lock import process_alive
-from ..warehouse.storage import ObjectStorage, S3Url, object_storage, scrub, working_copy
+from ..warehouse.storage import ObjectStorage, S3Url, object_storage, working_copy
 
 __all__ = ["EvidenceBucket", "bucket_at", "bucket_of", "kept_in_step", "pull_chain_of",
            "pull_everything", "pull_whole"]
@@ -166,7 +167,7 @@ class EvidenceBucket:
 
     def unreadable(self, exc: BaseException) -> str:
         """One line for a bucket that could not be read (boto's error, no secret in it)."""
-        return f"cannot read the evidence store {self.place}: {scrub(_first_line(exc), self.storage)}"
+        return f"cannot read the evidence store {self.place}: {redact(_first_line(exc), self.storage.secrets)}"
 
     # -- the bucket's objects --------------------------------------------------------
     def _key(self, relative: str) -> str:
@@ -550,7 +551,7 @@ def kept_in_step(owner: Warehouse, *, modes: FileModes | None = None) -> Iterato
                 bucket.push()
             except Exception as exc:  # noqa: BLE001 - the next beat tries again
                 log.warning("the evidence store %s did not take this sync's latest records: %s",
-                            bucket.place, scrub(_first_line(exc), storage))
+                            bucket.place, redact(_first_line(exc), storage.secrets))
 
     thread = threading.Thread(target=beat, name="evidence-heartbeat", daemon=True)
     thread.start()
@@ -563,7 +564,7 @@ def kept_in_step(owner: Warehouse, *, modes: FileModes | None = None) -> Iterato
             bucket.push()
         except Exception as exc:  # noqa: BLE001 - the sync's own outcome is what it reports
             log.warning("the evidence store %s did not take this sync's last records: %s",
-                        bucket.place, scrub(_first_line(exc), storage))
+                        bucket.place, redact(_first_line(exc), storage.secrets))
 
 
 def _first_line(exc: BaseException) -> str:

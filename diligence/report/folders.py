@@ -19,7 +19,8 @@ name once every file is written; only then is ``latest`` moved to it: a relative
 link, replaced in one step (a new link renamed over it), or where links cannot be made,
 a text file holding the folder's name. Last, the run folders beyond ``[exports] keep``
 (default 30), oldest first, are removed: only real folders (never a link) whose name is
-a run folder's exactly, never the one just written; nothing else in the root is touched.
+a run folder's exactly, never the one just written; nothing else in the root is touched
+but the hidden folders of exports killed before they finished (their process is gone).
 
 ``--out DIR`` writes exactly there, with no run folder and no ``latest``. DIR may be new,
 empty, or hold an earlier export only (``<report>.csv``, ``<report>.parquet``,
@@ -29,7 +30,8 @@ before anything is written, as is a reports root whose ``latest`` is a real fold
 earlier export is replaced whole: the files are written into a new folder beside DIR
 (``.<DIR>.new-<token>``), the old DIR is renamed away, the new one renamed in, and the old
 removed; a reader sees the old export or the new one, never half of one, and an export
-that fails leaves the old one as it was. An empty DIR (one the user made) keeps its
+that fails leaves the old one as it was (the next export to DIR removes what a killed
+one left beside it). An empty DIR (one the user made) keeps its
 place and mode: the files are written into a hidden folder inside it, then moved in.
 """
 
@@ -50,6 +52,7 @@ from pipelines.evidence.confined import SYNC_ID, is_sync_id
 
 from ..errors import ExportFolderError
 from ..warehouse.filemodes import make_dirs, modes, write_text_atomically
+from ..warehouse.lock import process_alive
 from .export import REPORTS, Format
 
 __all__ = ["LATEST", "NO_SYNC_ID", "RUN_FOLDER", "ExportFolder", "latest_run", "prune_runs", "run_folder_name"]
@@ -71,6 +74,8 @@ _STARTED = "%Y-%m-%dT%H%M%SZ"
 #: the demo and the flows write beside them (and their hidden temporary names).
 _EXPORT_FILES = frozenset({f"{report}.{fmt}" for report in REPORTS for fmt in Format} | {"report.html"})
 _EXPORT_TEMPORARY = re.compile(r"\.(?P<name>[a-z_]+\.[a-z]+)\.[0-9a-f]+\.tmp")
+#: A hidden folder an export writes or sets aside: ``.<name>.<kind>-<pid>-<8 hex>``.
+_HIDDEN = re.compile(r"\.(?P<name>.+)\.(?:partial|new|old)-(?P<pid>[0-9]+)-[0-9a-f]{8}")
 #: How many names a second run of the same second and sync tries.
 _MAX_SUFFIX = 100
 
@@ -97,6 +102,21 @@ def latest_run(root: Path) -> Path | None:
     if RUN_FOLDER.fullmatch(name) is None or not _is_real_folder(Path(root) / name):
         return None
     return Path(root) / name
+
+
+def remove_leftovers(folder: Path, named: re.Pattern[str] | str) -> list[Path]:
+    """Remove from `folder` the hidden folders of exports killed before they finished:
+    real folders named as an export's hidden folder for a name `named` matches, whose
+    process is gone. Returns those removed."""
+    removed = []
+    for entry in sorted(os.listdir(folder)):
+        found = _HIDDEN.fullmatch(entry)
+        if found is None or re.fullmatch(named, found["name"]) is None or process_alive(int(found["pid"])) \
+                or not _is_real_folder(Path(folder) / entry):
+            continue
+        shutil.rmtree(Path(folder) / entry, ignore_errors=True)
+        removed.append(Path(folder) / entry)
+    return removed
 
 
 def prune_runs(root: Path, keep: int, current: str | None = None) -> list[Path]:
@@ -170,13 +190,16 @@ class ExportFolder:
         self.path = self.root / name
         _point_latest(self.root, name, self._token)
         prune_runs(self.root, self.keep, current=name)
+        remove_leftovers(self.root, RUN_FOLDER)
 
     # -- exactly --out ------------------------------------------------------------------
     def _start_out(self, out: Path) -> Path:
         target = self._target = _checked_out(out)
+        if target.parent.is_dir():
+            remove_leftovers(target.parent, re.escape(target.name))  # what an export killed beside it left
         if target.is_dir() and not os.listdir(target):  # empty: written inside, moved in at the end
             self._in_place = True
-            return _new_folder(target / f".export-{self._token}")
+            return _new_folder(target / f".export.partial-{self._token}")
         make_dirs(target.parent)
         return _new_folder(target.with_name(f".{target.name}.new-{self._token}"))
 
@@ -208,6 +231,7 @@ def _checked_out(out: Path) -> Path:
         raise ExportFolderError(f"--out {out} is not a folder; name a new folder for the export")
     if not target.is_dir():
         return target
+    remove_leftovers(target, "export")  # what an export killed inside it left
     foreign = sorted(name for name in os.listdir(target) if not _is_export_file(target, name))
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")

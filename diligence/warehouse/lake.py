@@ -49,7 +49,7 @@ from .location import (
 )
 from .paths import wal_of
 from .sql import sql_string
-from .storage import is_s3_url, object_storage, probe_writable, scrub
+from .storage import is_s3_url, object_storage, probe_writable
 
 DEFAULT_ALIAS = "lake"
 #: PostgreSQL's default schema, where a plain ATTACH keeps DuckLake's metadata tables.
@@ -156,7 +156,7 @@ def connect(
     except duckdb.Error as exc:
         con.close()
         raise WarehouseLocationError(
-            f"cannot open the DuckLake {location.display()}: {scrub(_first_line(exc), storage)}"
+            f"cannot open the DuckLake {location.display()}: {redact(_first_line(exc), storage.secrets if storage is not None else ())}"
         ) from None
     except BaseException:
         con.close()

@@ -46,7 +46,6 @@ __all__ = [
     "is_s3_url",
     "object_storage",
     "probe_writable",
-    "scrub",
     "working_copy",
 ]
 
@@ -133,7 +132,7 @@ class ObjectStorage:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        """The values that must never be shown (see :func:`scrub`)."""
+        """The values that must never be shown (hidden by :func:`pipelines.secrets.redact`)."""
         return tuple(value for name in _SECRETS if (value := getattr(self, name)))
 
     def addressing(self) -> dict[str, str]:
@@ -226,14 +225,6 @@ def object_storage() -> ObjectStorage:
     return ObjectStorage(**values)
 
 
-def scrub(text: str, storage: ObjectStorage | None) -> str:
-    """`text` with passwords (:func:`redact`) and the storage's secrets replaced by ``***``."""
-    text = redact(text)
-    for secret in storage.secrets if storage is not None else ():
-        text = text.replace(secret, "***")
-    return text
-
-
 def working_copy(url: str) -> Path:
     """This machine's working copy of the evidence store at `url`: a folder of the user's
     cache (``$XDG_CACHE_HOME/diligence/evidence-<hash of the URL>``)."""
@@ -270,7 +261,7 @@ def probe_writable(url: str, storage: ObjectStorage, what: str) -> None:
         error = exc.response.get("Error", {})
         reason = f"{error.get('Code', 'error')}: {error.get('Message', '')}".rstrip(": ")
         raise WarehouseLocationError(
-            f"{what} {place} cannot be written: {scrub(reason, storage)}") from None
+            f"{what} {place} cannot be written: {redact(reason, storage.secrets)}") from None
     except BotoCoreError as exc:
         raise WarehouseLocationError(
-            f"{what} {place} cannot be reached: {scrub(str(exc), storage)}") from None
+            f"{what} {place} cannot be reached: {redact(str(exc), storage.secrets)}") from None

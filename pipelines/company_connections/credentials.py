@@ -13,7 +13,8 @@ from __future__ import annotations
 import dlt
 
 SOURCE_SECTION = "sources.company_connections"
-SECRET_KEYS = ("email", "password", "access_token")
+#: the source's settings whose values are secrets (masked wherever they appear)
+CREDENTIALS = ("password", "access_token")
 
 
 def configured_secret(key: str) -> str | None:

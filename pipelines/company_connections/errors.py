@@ -29,15 +29,15 @@ The tree::
 Every `ServiceError` carries `.method`, `.path` (no query string), `.namespace`,
 `.status_code` (None when no response came) and `.message` (at most
 ``MESSAGE_MAX_CHARS`` characters of response text or exception text). Messages are
-passed through `redact` before they are stored, so str(), repr() and log lines
+passed through `redact` (:mod:`pipelines.secrets`) before they are stored, so str(), repr() and log lines
 never contain a password, a token or an Authorization header value.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from ..secrets import redact
 from .settings import MESSAGE_MAX_CHARS
 
 __all__ = [
@@ -54,30 +54,6 @@ __all__ = [
     "SourceError",
     "redact",
 ]
-
-_REDACTED = "***"
-_JWT_PATTERN = re.compile(r"eyJ[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]{2,}\.[A-Za-z0-9_-]*")
-_AUTH_SCHEME_PATTERN = re.compile(r"\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
-_TOKEN_KV_PATTERN = re.compile(
-    r"""(["']?(?:token|access_?token|accessToken|jwt|password|authorization)["']?\s*[:=]\s*["']?)"""
-    r"""[^"'\s,}]+""",
-    re.IGNORECASE,
-)
-
-
-def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Return `text` with known secrets and anything token-shaped replaced by ``***``.
-
-    Removes each non-empty string of `secrets` verbatim, JWTs, ``Bearer``/``Basic``
-    credentials, and values of ``token``/``password``/``authorization`` keys.
-    """
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, _REDACTED)
-    text = _JWT_PATTERN.sub(_REDACTED, text)
-    text = _AUTH_SCHEME_PATTERN.sub(lambda m: f"{m.group(1)} {_REDACTED}", text)
-    return _TOKEN_KV_PATTERN.sub(lambda m: f"{m.group(1)}{_REDACTED}", text)
-
 
 def trim(text: str, limit: int = MESSAGE_MAX_CHARS) -> str:
     """Collapse whitespace and cut `text` to `limit` characters (with an ellipsis)."""

@@ -119,6 +119,34 @@ def test_a_failed_export_leaves_no_run_folder_and_latest_as_it_was(tmp_path: Pat
     assert latest_run(tmp_path) == tmp_path / before[0]
 
 
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_what_a_killed_export_left_goes_with_the_next_export_and_a_running_ones_stays(tmp_path: Path) -> None:
+    root, out = tmp_path / "reports", tmp_path / "out"
+    dead, alive = _dead_pid(), os.getpid()
+    killed = [root / f".2026-11-28T101500Z-{SYNC_ID}.partial-{dead}-0123abcd",
+              tmp_path / f".out.new-{dead}-0123abcd", out / f".export.partial-{dead}-0123abcd"]
+    running = [root / f".2026-11-28T101500Z-{SYNC_ID}.partial-{alive}-0123abcd",
+               tmp_path / f".out.new-{alive}-0123abcd"]
+    for folder in [*killed, *running]:
+        folder.mkdir(parents=True)
+        (folder / "answers.csv").write_text("half")
+    with ExportFolder(None, root=root, sync_id=SYNC_ID, keep=30) as building:
+        (building / "answers.csv").write_text("a\n")
+    with ExportFolder(out, root=root, sync_id=SYNC_ID, keep=30) as building:  # out held only the leftover
+        (building / "answers.csv").write_text("a\n")
+    assert not any(folder.exists() for folder in killed)
+    assert all(folder.exists() for folder in running)
+    assert sorted(os.listdir(out)) == ["answers.csv"]
+
+
 def test_pruning_never_touches_other_names_files_or_what_links_point_to(tmp_path: Path) -> None:
     root, outside = tmp_path / "reports", tmp_path / "outside"
     root.mkdir()

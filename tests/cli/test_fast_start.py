@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from diligence.logs import LazySecrets, mask_secrets
+from diligence.logs import LazySecrets
+from pipelines.secrets import redact
 
 from .helpers import SyncedFolder
 
@@ -86,6 +87,6 @@ def test_secrets_are_looked_up_once_when_first_masked() -> None:
     secrets.add("typed-pw")
     assert looked_up == []  # nothing masked yet
     line = "login configured-pw / typed-pw failed"
-    assert mask_secrets(line, secrets) == "login *** / *** failed"
-    assert mask_secrets(line, secrets) == "login *** / *** failed"
+    assert redact(line, secrets) == "login *** / *** failed"
+    assert redact(line, secrets) == "login *** / *** failed"
     assert looked_up == [1]

@@ -93,3 +93,25 @@ def test_redact_patterns() -> None:
     jwt_text = make_jwt()
     text = redact(f'{{"token": "abc.def", "jwt": "{jwt_text}"}} Basic dXNlcjpwYXNz x', ["zzz"])
     assert "abc.def" not in text and jwt_text not in text and "dXNlcjpwYXNz" not in text
+
+
+def test_one_redaction_hides_every_shape_of_secret() -> None:
+    """pipelines.secrets.redact serves the source, the CLI, the warehouse and the flows."""
+    from diligence.errors import redact as warehouse_redact
+    from flows.service import mask
+    from pipelines.secrets import redact as one
+
+    assert warehouse_redact is one and redact is one
+    cases = {
+        "dbname=lake password='a secret' sslpassword=s2 host=h": ("a secret", "s2"),
+        "postgres://user:pa55@host/db": ("pa55",),
+        "aws_secret_access_key = AKIASECRET, session_token: TOK": ("AKIASECRET", "TOK"),
+        "Authorization: Bearer tok3n": ("tok3n",),
+        '{"accessToken": "tok-4", "password": "p\\"w"}': ("tok-4", 'p\\"w'),
+    }
+    for text, hidden in cases.items():
+        shown = one(text)
+        assert all(secret not in shown for secret in hidden), shown
+    assert one("login a@b.example / hunter2 failed", ["hunter2"]) == "login a@b.example / *** failed"
+    assert one("token_store_path=/tmp/t max_tokens=5") == "token_store_path=/tmp/t max_tokens=5"
+    assert mask(f"error {make_jwt()}") == "error ***"

@@ -155,6 +155,21 @@ def test_unreachable_service_fails_clearly(warehouse: Path) -> None:
     with pytest.raises(SyncError) as caught:
         run_unreachable(warehouse)
     assert "127.0.0.1:9" in str(caught.value) or "connect" in str(caught.value).lower()
+    assert is_transient(caught.value)  # the service may come back: a flow tries again
+
+
+def test_a_bug_in_a_sync_stays_itself_and_is_not_retried(
+    sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import diligence.sync as engine
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(engine, "count_commit", broken)
+    with pytest.raises(KeyError) as caught:  # not a SyncError: the CLI shows its --debug hint
+        sync(sandbox, warehouse)
+    assert not is_transient(caught.value)
 
 
 def run_unreachable(warehouse: Path) -> None:
