@@ -17,7 +17,8 @@ import pytest
 
 from tests.processes import REPO
 
-pytestmark = pytest.mark.slow
+# the first test sets up the module's venv: pip may take up to its own 900 s on a busy registry
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 
 def uv() -> list[str]:

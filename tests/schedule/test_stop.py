@@ -150,7 +150,9 @@ def test_sigterm_stops_diligence_schedule_and_its_temporary_server(
 ) -> None:
     log = tmp_path / "schedule.log"
     with ProxyTrap() as proxy:
-        env = runner_env(tmp_path / "home", service, None) | proxy.env
+        # the subject is the stop, not how fast a loaded machine starts Prefect's server
+        env = runner_env(tmp_path / "home", service, None) | proxy.env | {
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"}
         process = start([str(DILIGENCE), "schedule"], env, log, cwd=tmp_path)
         try:
             wait_for("the runner to start", lambda: "polling for scheduled runs" in log.read_text(),
