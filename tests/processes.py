@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 import pytest
@@ -171,7 +171,26 @@ def still_running(pids: set[int], group: int) -> set[int]:
             if (pid in pids or pgrp == group) and state != "Z"}
 
 
-class Receiver:
+class _LocalServer:
+    """An HTTP server on 127.0.0.1 serving `handler` in a thread while the block runs."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.timeout = 1
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1})
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+class Receiver(_LocalServer):
     """An HTTP receiver on 127.0.0.1 that keeps every JSON body posted to it (a webhook,
     a telemetry endpoint)."""
 
@@ -189,22 +208,11 @@ class Receiver:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.timeout = 1
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1})
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
+        super().__init__(Handler)
+        self.url = f"{self.base_url}/hook"
 
 
-class ProxyTrap:
+class ProxyTrap(_LocalServer):
     """An HTTPS proxy on 127.0.0.1 that forwards nothing: a process with :attr:`env` asks
     it for every HTTPS connection it opens beyond loopback (a ``CONNECT host:port``, kept
     in :attr:`targets`), and is refused."""
@@ -222,17 +230,7 @@ class ProxyTrap:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        super().__init__(Handler)
+        self.url = self.base_url
         #: the variables that send a process's HTTPS (and WebSocket) traffic here
         self.env = {"HTTPS_PROXY": self.url, "NO_PROXY": "127.0.0.1,localhost"}
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1})
-
-    def __enter__(self) -> ProxyTrap:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
