@@ -307,7 +307,7 @@ def _commit(owner: Warehouse, stream: NamespaceStream, result: NamespaceResult,
 
 @dataclass(frozen=True)
 class Replaying:
-    """A sync that replays a kept one (see :mod:`diligence.evidence.replay`): its id and
+    """A sync that replays a kept one (see :mod:`diligence.audit.replay`): its id and
     time are the original's, and `transport` answers from the original's evidence."""
 
     sync_id: str

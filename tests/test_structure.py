@@ -118,3 +118,24 @@ def test_modules_and_package_faces_stay_short() -> None:
     assert {m: n for m, n in lines.items() if n > MAX_LINES} == {}
     faces = {m: n for m, n in lines.items() if MODULES[m].name == "__init__.py" and n > MAX_FACE_LINES}
     assert faces == {}
+
+
+def _package_of(module: str) -> str:
+    """The package a module belongs to: its folder (``diligence.evidence.bucket`` ->
+    ``diligence.evidence``); a package's face is its package; a module at the top of a
+    product package stands for itself (``diligence.sync``)."""
+    if MODULES[module].name == "__init__.py" or module.count(".") < 2:
+        return module
+    return module.rpartition(".")[0]
+
+
+def test_no_import_cycle_among_packages() -> None:
+    """Taken as packages too: e.g. the evidence kept (below the sync) and the evidence
+    read back (above it, a replay runs a sync) are two packages, not one that both
+    imports the sync and is imported by it."""
+    packages: dict[str, set[str]] = {}
+    for module, imported in _graph().items():
+        own = _package_of(module)
+        packages.setdefault(own, set()).update(p for p in map(_package_of, imported) if p != own)
+    assert len(packages) > 20 and "diligence.evidence" in packages["diligence.sync"]
+    assert _cycles(packages) == []

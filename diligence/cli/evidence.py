@@ -65,10 +65,10 @@ def verify(
     checkpoint: the next one checks what was sealed since, counts the older rows and
     samples them (--full checks everything). Exit 0 with one line, else exit 1 and one
     line per problem."""
-    from ..evidence.pack_verify import (
+    from ..audit.pack_verify import (
         verify_pack,  # start-up (the evidence checks 1.4 s of imports): the checks load when they run
     )
-    from ..evidence.verify import verify_warehouse
+    from ..audit.verify import verify_warehouse
 
     if pack is not None:
         if warehouse is not None or full or since is not None:
@@ -120,7 +120,7 @@ def evidence_pack(
         return
     if company is None or out_dir is None:
         raise CommandError("give --company ID and --out DIR (or `diligence evidence prune`)", EXIT_USAGE)
-    from ..evidence.pack import (
+    from ..audit.pack import (
         write_pack,  # start-up (DuckDB 0.13 s of imports): DuckDB loads when the command runs
     )
 
@@ -147,7 +147,7 @@ def evidence_prune(
     """Remove the evidence of syncs older than retain_days: their manifests, and every
     response no kept manifest names. The prune is sealed into the chain, so `verify`
     reports those syncs as pruned, not as tampered with. The newest sync is always kept."""
-    from ..evidence.prune import prune_evidence
+    from ..audit.prune import prune_evidence
 
     days = evidence_retain_days(retain_days)
     if days is None:
@@ -183,7 +183,7 @@ def replay(
     its own id and time, answered from its manifest instead of the service; then the
     models. Its raw tables, history included, equal the original's; a parser fix made
     since reaches every past sync this way."""
-    from ..evidence.replay import replay as run_replay
+    from ..audit.replay import replay as run_replay
 
     owner = _warehouse(warehouse, None)
     result = run_replay(evidence, owner, until=until, models=not no_models, on_sync=lambda done: _say(

@@ -206,7 +206,7 @@ def test_no_command_changes_the_mode_of_a_folder_it_did_not_create(warehouse: Pa
 
 
 def test_pack_csvs_show_control_characters_as_the_terminal_does() -> None:
-    from diligence.evidence.render import _csv
+    from diligence.audit.render import _csv
 
     text = _csv([{"name": "Acme\x1b[31m Ltd\x07", "country": "=cmd|' /C calc'!A0"}], ("name", "country"))
     assert text == "name,country\nAcme\\x1b[31m Ltd\\x07,'=cmd|' /C calc'!A0\n"

@@ -15,8 +15,8 @@ from pathlib import Path
 import duckdb
 import orjson
 
+from diligence.audit.prune import prune_evidence
 from diligence.evidence.chain import parse_time, read_store
-from diligence.evidence.prune import prune_evidence
 from diligence.warehouse import Warehouse
 from pipelines.evidence.manifest import read_manifest
 from sandbox.server import SandboxServer

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from diligence.evidence.verify import verify_warehouse
+from diligence.audit.verify import verify_warehouse
 from diligence.warehouse import Warehouse
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.cli.helpers import run

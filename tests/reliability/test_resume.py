@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from diligence.evidence.verify import verify_warehouse
+from diligence.audit.verify import verify_warehouse
 from diligence.resume import resumable_namespaces
 from diligence.warehouse import Warehouse
 from pipelines.company_connections.evidence import account_digest

@@ -29,7 +29,7 @@ def test_a_wait_is_shown_until_a_request_completes(caplog: pytest.LogCaptureFixt
 def test_the_progress_line_and_the_summary_count_the_same_rows(sandbox: SandboxServer, warehouse: Path) -> None:
     """Rows received, counted once (where a row is staged): the progress line's count of a
     namespace is its outcome's, and status's raw row versions are what verify counts."""
-    from diligence.evidence.verify import verify_warehouse
+    from diligence.audit.verify import verify_warehouse
     from diligence.warehouse import Warehouse
 
     progress = SyncProgress(console=Console(file=io.StringIO()))

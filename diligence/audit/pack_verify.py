@@ -39,7 +39,7 @@ from pipelines.evidence.merkle import (
 from pipelines.evidence.store import MAX_BODY, MAX_TABLE, body_sha256
 
 from ..errors import EvidenceError
-from .chain import parse_time
+from ..evidence.chain import parse_time
 from .pack import PACK_FILE, PACK_TABLES, PACK_VERSION, listing_of, pack_seal
 from .render import render_files
 from .verify import ROW_KEYS, Verification, check_rows, find_head

@@ -22,10 +22,10 @@ from pipelines.evidence.sealing import ManifestWriter, chain_links, folder_lock
 from pipelines.evidence.store import ENTRIES, ResponseStore
 
 from ..errors import EvidenceError
+from ..evidence.chain import SYNCS, parse_time, read_store
+from ..evidence.keeping import file_modes
 from ..version import project_version
 from ..warehouse import Warehouse
-from .chain import SYNCS, parse_time, read_store
-from .keeping import file_modes
 
 __all__ = ["PruneResult", "prune_evidence"]
 

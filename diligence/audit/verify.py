@@ -43,12 +43,12 @@ from pipelines.evidence.sealing import chain_links
 from pipelines.evidence.store import MAX_BODY, StoredResponse
 
 from ..errors import EvidenceError
+from ..evidence.accounting import recount
+from ..evidence.bucket import pull_everything
+from ..evidence.chain import Store, parse_time, read_store, sealed_after
+from ..evidence.checkpoint import CHECKPOINT, Checkpoint, read_checkpoint, write_checkpoint
 from ..warehouse import Warehouse, table_names
 from ..words import counted
-from .accounting import recount
-from .bucket import pull_everything
-from .chain import Store, parse_time, read_store, sealed_after
-from .checkpoint import CHECKPOINT, Checkpoint, read_checkpoint, write_checkpoint
 
 __all__ = ["MAX_LINES", "ROW_KEYS", "SAMPLE", "Verification", "check_rows", "find_head", "verify_warehouse"]
 

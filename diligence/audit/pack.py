@@ -45,10 +45,10 @@ from pipelines.evidence.manifest import Manifest
 from pipelines.evidence.merkle import canonical, leaves, merkle_proof
 
 from ..errors import EvidenceError
+from ..evidence.bucket import pull_everything
+from ..evidence.chain import Store, parse_time, read_store
 from ..warehouse import Warehouse, table_names
 from ..warehouse.filemodes import modes
-from .bucket import pull_everything
-from .chain import Store, parse_time, read_store
 from .render import render_files
 from .verify import ROW_COLUMNS, ROW_KEYS
 

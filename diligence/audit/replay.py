@@ -31,10 +31,12 @@ from pipelines.evidence.manifest import Entry, Manifest
 from pipelines.evidence.store import ResponseStore, body_sha256
 
 from ..errors import EvidenceError
+from ..evidence.bucket import bucket_at, pull_whole
+from ..evidence.chain import parse_time, read_store
+from ..steps import analytics_step
+from ..sync import Replaying, run_sync, source_settings
 from ..warehouse import Warehouse
 from ..warehouse.storage import is_s3_url
-from .bucket import bucket_at, pull_whole
-from .chain import parse_time, read_store
 
 __all__ = ["EvidenceTransport", "ReplayResult", "replay"]
 
@@ -132,11 +134,6 @@ def replay(store: str | Path, owner: Warehouse, *, until: str | None = None, mod
     """Rebuild `owner` (a new warehouse) from the evidence store `store` (a folder, or a
     bucket ``s3://bucket/prefix/``, copied in first), sync by sync up to `until` (see the
     module docstring)."""
-    from ..steps import (
-        analytics_step,  # start-up (dbt 2.1 s of imports): dbt loads for the models only
-    )
-    from ..sync import Replaying, run_sync, source_settings
-
     if owner.exists():
         raise EvidenceError(f"{owner.display()} already exists: a replay builds a new warehouse; name a new one")
     bucket = bucket_at(str(store)) if is_s3_url(store) else None

@@ -39,7 +39,7 @@ _PROVENANCE = ("_dlt_valid_from", "_dlt_valid_to", "sync_id", "response_sha256")
 
 def _environment() -> jinja2.Environment:
     """HTML templates are autoescaped; the markdown one escapes with the ``md`` filter."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("diligence.evidence", "templates"),
+    env = jinja2.Environment(loader=jinja2.PackageLoader("diligence.audit", "templates"),
                              autoescape=jinja2.select_autoescape(["html.j2"]),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["md"] = markdown_text
