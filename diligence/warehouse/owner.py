@@ -46,7 +46,7 @@ from .location import WarehouseLocation, parse_location
 from .lock import process_alive, reader_lock, writer_lock
 from .migrate import require_readable
 from .paths import companions, pipelines_dir_of, stale_publishing, wal_of
-from .pipelines import configure_dlt, pipeline_for
+from .pipelines import configure_dlt, pipeline_for, prune_schema_versions
 from .sql import aborting_error, transaction
 from .storage import S3Url, apart_from_data, is_s3_url, working_copy
 
@@ -268,7 +268,10 @@ class Warehouse:
                     if prepare is not None:
                         prepare(con)
                     try:
-                        return pipeline.load(workers=1)
+                        info = pipeline.load(workers=1)
+                        if self.path is not None:  # a lake's workers share the table: a delete there conflicts
+                            prune_schema_versions(con)
+                        return info
                     except Exception:
                         first = aborting_error(con)  # what the jobs failed on after it is noise
                         if first is None:

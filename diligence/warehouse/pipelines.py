@@ -22,7 +22,7 @@ from .paths import pipelines_dir_of
 if TYPE_CHECKING:
     from dlt.common.pipeline import SupportsPipeline
 
-__all__ = ["LOAD_TIME_ZONE", "PIPELINE_NAME", "RAW_DATASET", "configure_dlt", "pipeline_for"]
+__all__ = ["LOAD_TIME_ZONE", "PIPELINE_NAME", "RAW_DATASET", "configure_dlt", "pipeline_for", "prune_schema_versions"]
 
 PIPELINE_NAME = "company_connections"
 RAW_DATASET = "raw"
@@ -97,6 +97,31 @@ def pipeline_for(warehouse: Path, connection: Any = None) -> SupportsPipeline:
         # state says tables exist that the new file lacks, so dlt would not create them.
         pipeline = pipeline.drop()
     return pipeline
+
+
+def prune_schema_versions(con: Any) -> int:
+    """Delete every row of dlt's record of its schemas (``_dlt_version`` in `raw` and in
+    dlt's staging dataset, ``raw_staging``) but the newest per schema; returns the rows
+    deleted. Run in the load's own transaction, after dlt stored its schema.
+
+    A sync's merge scope and history boundary are hints of the schema (one namespace,
+    one sync time), so dlt stores a new ~15 KB version of the schema at every load: two
+    rows a namespace a sync, which would grow the file with the number of syncs while
+    the data does not. dlt reads only the newest row of a schema (and looks a version up
+    by its hash only to skip storing it again), so the older rows are history nobody
+    reads; the tables' columns are the schema's record, and the evidence keeps what each
+    sync fetched."""
+    deleted = 0
+    for dataset in (RAW_DATASET, f"{RAW_DATASET}_staging"):
+        exists = con.execute(
+            "select count(*) from information_schema.tables where table_catalog = current_database() "
+            "and table_schema = ? and table_name = '_dlt_version'", [dataset]).fetchone()[0]
+        if exists:
+            deleted += con.execute(
+                f'delete from "{dataset}"._dlt_version v where inserted_at < '
+                f'(select max(inserted_at) from "{dataset}"._dlt_version n where n.schema_name = v.schema_name)'
+            ).fetchone()[0]
+    return deleted
 
 
 def _holds_dlt_state(warehouse: Path, connection: Any = None) -> bool:
