@@ -86,20 +86,21 @@ def warm_up() -> threading.Thread:
 
 
 def _build_within_memory(
-    owner: Warehouse, *, memory_limit: str | Callable[[int], str] | None = models_memory_limit, **options: Any
+    owner: Warehouse, *, memory_limit: str | Callable[[int, int], str] | None = models_memory_limit, **options: Any
 ) -> ModelsResult:
     """Build the models under a DuckDB memory limit (a file; a lake's has no tight bound)
-    chosen before the build from the forms it will parse (`memory_limit`, a function, see
-    :func:`~diligence.warehouse.models_memory_limit`; or a limit). Should DuckDB still run
+    chosen before the build from the forms it will parse and the history rows it reads
+    (`memory_limit`, a function, see :func:`~diligence.warehouse.models_memory_limit`; or
+    a limit). Should DuckDB still run
     out of it, the build is made again under each larger one of ``MODELS_MEMORY_FALLBACKS``
     with a warning (a failed build leaves `analytics` as it was)."""
     used: list[str] = []
 
-    def chosen(form_bytes: int) -> str:
-        used.append(memory_limit(form_bytes) if callable(memory_limit) else str(memory_limit))
+    def chosen(form_bytes: int, history_rows: int) -> str:
+        used.append(memory_limit(form_bytes, history_rows) if callable(memory_limit) else str(memory_limit))
         return used[-1]
 
-    limit: Callable[[int], str] | str | None = chosen if owner.path and memory_limit else None
+    limit: Callable[[int, int], str] | str | None = chosen if owner.path and memory_limit else None
     larger = iter(MODELS_MEMORY_FALLBACKS)
     while True:
         try:

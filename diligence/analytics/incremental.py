@@ -50,6 +50,7 @@ __all__ = [
     "built_tables",
     "drop_stale_spares",
     "form_bytes_to_read",
+    "history_rows",
     "fingerprints",
     "history_tables",
     "incremental_models",
@@ -189,6 +190,23 @@ def form_bytes_to_read(con: duckdb.DuckDBPyConnection, in_full: bool) -> int:
         sample = con.execute("select avg(strlen(forms_json)) from "
                              "(from raw.questionnaires limit 2048)").fetchone()[0]  # type: ignore[index]
     return int(versions * (sample or 0))
+
+
+def history_rows(con: duckdb.DuckDBPyConnection, models: Iterable[str]) -> int:
+    """About how many rows of the history marts (`models`) a build reads: per model the
+    larger of its published table and its spare (DuckDB's own count, read from the
+    catalog, not the tables)."""
+    names = [name for model in models for name in (model, model + BUILD_SUFFIX)]
+    if not names:
+        return 0
+    sizes: dict[str, int] = {}
+    for table, size in con.execute(
+        "select table_name, estimated_size from duckdb_tables() where database_name = current_database() "
+        f"and schema_name = '{ANALYTICS_SCHEMA}' and table_name in ({', '.join(sql_string(n) for n in names)})"
+    ).fetchall():
+        model = table.removesuffix(BUILD_SUFFIX)
+        sizes[model] = max(sizes.get(model, 0), int(size or 0))
+    return sum(sizes.values())
 
 
 def rename_state(con: duckdb.DuckDBPyConnection, swapped: Iterable[str]) -> None:

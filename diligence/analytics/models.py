@@ -58,6 +58,7 @@ from .incremental import (
     drop_stale_spares,
     fingerprints,
     form_bytes_to_read,
+    history_rows,
     history_tables,
     rename_state,
 )
@@ -103,7 +104,7 @@ def build_models(
     *,
     expiring_within_days: int = DEFAULT_EXPIRING_WITHIN_DAYS,
     as_of: datetime | None = None,
-    memory_limit: str | Callable[[int], str] | None = None,
+    memory_limit: str | Callable[[int, int], str] | None = None,
     duckdb_threads: int | None = None,
     project_dir: Path = PROJECT_DIR,
     full_refresh: bool = False,
@@ -121,7 +122,8 @@ def build_models(
     the syncs since their last build (:mod:`.incremental`); `full_refresh` builds them
     anew from all of `raw` (the same tables). `memory_limit` is DuckDB's, or chosen
     before the build from the bytes of questionnaire forms it will parse (a function of
-    them, such as :func:`~diligence.warehouse.models_memory_limit`).
+    them and of the history marts' rows, such as
+    :func:`~diligence.warehouse.models_memory_limit`).
     """
     if isinstance(expiring_within_days, bool) or not isinstance(expiring_within_days, int):
         raise TypeError("expiring_within_days must be an int")
@@ -140,7 +142,8 @@ def build_models(
     with _session(warehouse, location) as con:
         in_full = drop_stale_spares(con, variables["fingerprints"])
         if callable(memory_limit):
-            memory_limit = memory_limit(form_bytes_to_read(con, bool(in_full) or full_refresh))
+            memory_limit = memory_limit(form_bytes_to_read(con, bool(in_full) or full_refresh),
+                                        history_rows(con, history_tables(manifest)))
     with new_artifacts(location) as target_path:
         run = invoke(
             ["build", "--exclude-resource-type", "unit_test",  # make test runs them

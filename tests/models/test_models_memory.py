@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 import diligence.analytics as analytics
-from diligence.analytics.incremental import STATE_TABLE, form_bytes_to_read
+from diligence.analytics.incremental import STATE_TABLE, form_bytes_to_read, history_rows
 from diligence.errors import ModelError
 from diligence.warehouse import MODELS_MEMORY_LIMIT, Warehouse, models_memory_limit
 
@@ -69,9 +69,9 @@ def test_other_failures_are_not_built_again(raw: Path, tmp_path: Path, monkeypat
     owner = _copy(raw, tmp_path)
     calls: list[str | None] = []
 
-    def failing(warehouse: object, *, memory_limit: Callable[[int], str] | str | None = None,
+    def failing(warehouse: object, *, memory_limit: Callable[[int, int], str] | str | None = None,
                 **options: object) -> None:
-        calls.append(memory_limit(0) if callable(memory_limit) else memory_limit)  # the limit it chose
+        calls.append(memory_limit(0, 0) if callable(memory_limit) else memory_limit)  # the limit it chose
         raise ModelError("analytics.answers", "Binder Error: no such column")
 
     monkeypatch.setattr(analytics, "build_models", failing)
@@ -89,6 +89,9 @@ def test_the_limit_grows_with_the_forms_the_build_parses() -> None:
     assert models_memory_limit(100 * 2**20) == MODELS_MEMORY_LIMIT  # 35 MB of work: the floor
     # `large` with 1,000 syncs of history, built in full: 1.05 GB of forms (needs 320 MB)
     assert models_memory_limit(1_046_274_518) == "350MB"
+    # ... and built incrementally: few forms, but 5.7 million history rows (needs 240 MB)
+    assert models_memory_limit(100 * 2**20, 1_400_000) == MODELS_MEMORY_LIMIT
+    assert models_memory_limit(100 * 2**20, 5_721_936) == "262MB"
 
 
 def test_a_build_parses_the_current_forms_and_those_since_the_watermark(tmp_path: Path) -> None:
@@ -116,15 +119,26 @@ def test_a_build_parses_the_current_forms_and_those_since_the_watermark(tmp_path
         assert form_bytes_to_read(con, in_full=True) == 80 * 1000
 
 
+def test_a_build_reads_the_larger_of_each_history_table_and_its_spare() -> None:
+    with duckdb.connect() as con:
+        con.execute("create schema analytics")
+        con.execute("create table analytics.answer_history as from range(100)")
+        con.execute("create table analytics.answer_history__build as from range(120)")
+        con.execute("create table analytics.changes as from range(10)")
+        con.execute("create table analytics.answers as from range(1000)")  # not a history mart
+        assert history_rows(con, ["answer_history", "changes", "document_history"]) == 130
+        assert history_rows(con, []) == 0
+
+
 def test_the_models_are_built_once_with_the_chosen_limit(
     raw: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     owner = _copy(raw, tmp_path)
     chosen: list[int] = []
 
-    def sizing(form_bytes: int) -> str:
+    def sizing(form_bytes: int, history_rows: int) -> str:
         chosen.append(form_bytes)
-        return models_memory_limit(form_bytes)
+        return models_memory_limit(form_bytes, history_rows)
 
     with caplog.at_level(logging.DEBUG, logger="diligence.analytics"):
         result = analytics._build_within_memory(owner, memory_limit=sizing, as_of=AS_OF)
