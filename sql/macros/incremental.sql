@@ -115,6 +115,25 @@
                                 namespace=built ~ '.namespace_company_id') }}
 {%- endmacro %}
 
+{#- renamed_and_final(watermarks, made='named'): the last CTEs of a history mart, `final`:
+    the rows `made` by this build and, when it extends its table, `renamed`: the rows
+    built before of a company whose name changed since, with its name now
+    (renamed_rows). -#}
+{% macro renamed_and_final(watermarks, made='named') -%}
+{%- if watermarks is not none -%}
+renamed as (
+    {{ renamed_rows('built', 'company_names', watermarks, made) }}
+),
+{% endif -%}
+final as (
+    select * from {{ made }}
+    {%- if watermarks is not none %}
+    union all
+    select * from renamed
+    {%- endif %}
+)
+{%- endmacro %}
+
 {#- record_incremental_state(): the post-hook of every incremental model: its row of
     staging.incremental_state, written in the model's transaction (so it is exactly
     what the rows were built from): the latest successful sync per namespace in

@@ -211,20 +211,8 @@ named as (
         on company_names.namespace_company_id = changes.namespace_company_id
         and company_names.company_id = changes.company_id
 ),
-{%- if watermarks is not none %}
 
--- the changes built before of a company whose name changed since, with its name now
-renamed as (
-    {{ renamed_rows('built', 'company_names', watermarks, 'named') }}
-),
-{%- endif %}
-
-final as (
-    select * from named
-    {%- if watermarks is not none %}
-    union all
-    select * from renamed
-    {%- endif %}
-)
+-- final: what this build made, and the rows built before of a company renamed since
+{{ renamed_and_final(watermarks) }}
 
 select * from final
