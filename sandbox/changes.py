@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import generate as gen
 
 if TYPE_CHECKING:
-    from .data import World
+    from .world import World
 
 __all__ = ["Changes", "apply_changes"]
 

@@ -30,7 +30,7 @@ import orjson
 from sandbox import generate as gen
 
 if TYPE_CHECKING:
-    from sandbox.data import World
+    from sandbox.world import World
 
 __all__ = ["DEEP_NESTING", "HOSTILE_ERROR", "HOSTILE_TEXTS", "OVERSIZE_FILE_BYTES", "hostile_error",
            "make_hostile"]

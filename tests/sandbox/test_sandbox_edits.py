@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from sandbox import vocab
-from sandbox.data import EXTRA_KEY_ENDPOINTS, build_world
+from sandbox.data import build_world
+from sandbox.world import EXTRA_KEY_ENDPOINTS
 
 if TYPE_CHECKING:
     from conftest import Api
