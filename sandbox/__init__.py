@@ -6,7 +6,8 @@ scales, with switchable faults and admin routes exposing the ground truth.
 It stands in for the service, so it lives beside ``diligence`` and imports
 nothing from it.
 
-- :mod:`~sandbox.data`: :func:`build_world`, :class:`World` (what exists)
+- :mod:`~sandbox.data`: :func:`build_world` (what exists: companies, namespaces, rights)
+- :mod:`~sandbox.world`: :class:`World`, the state the routes read
 - :mod:`~sandbox.generate`: what each company, questionnaire and document looks like
 - :mod:`~sandbox.truth`: the ground truth a full sync must reproduce
 - :mod:`~sandbox.faults`: :class:`Faults` switches and their injection
@@ -21,9 +22,10 @@ nothing from it.
 from __future__ import annotations
 
 from sandbox.app import create_app
-from sandbox.data import World, build_world
+from sandbox.data import build_world
 from sandbox.faults import Faults
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer, serve
+from sandbox.world import World
 
 __all__ = [
     "DEFAULT_EMAIL",

@@ -12,22 +12,22 @@
   ``{"add": {"company_id": C, "company_type_id": T, "document": {...}?}}`` adds one at the
   end of (C, T)'s list (endpoint 10) and answers it: its ``id`` is generated when missing,
   and the properties a generated document has get defaults (see
-  :meth:`~sandbox.data.World.add_document`); endpoint 11 serves its file.
-- ``POST /_sandbox/connections`` (:meth:`~sandbox.data.World.connect`,
-  :meth:`~sandbox.data.World.remove_connection`):
+  :func:`~sandbox.edits.add_document`); endpoint 11 serves its file.
+- ``POST /_sandbox/connections`` (:func:`~sandbox.edits.connect`,
+  :func:`~sandbox.edits.remove_connection`):
   ``{"namespace": NS, "company_id": C, "remove": true}`` ends a connection and answers
   ``{"removed": C}``; ``{"namespace": NS, "company_id": C, "received": [types]?,
   "given": [types]?}`` makes C (any company but NS) a connection of NS with those reading
   rights (``received``: the types NS reads of C), or replaces the rights of a connection
   (a list left out is kept). Answers ``{"connection": <endpoint 6 body>}``.
-- ``POST /_sandbox/templates`` (:meth:`~sandbox.data.World.add_template_field`,
-  :meth:`~sandbox.data.World.remove_template_field`):
+- ``POST /_sandbox/templates`` (:func:`~sandbox.edits.add_template_field`,
+  :func:`~sandbox.edits.remove_template_field`):
   ``{"company_type_id": T, "add_field": {"id": F, "type": "Input", "label": "...",
   "options": [{id, value}]?}, "form_id": FORM?}`` adds a field at the end of a form (the
   first by default) of T's template and of every questionnaire of T, unanswered (400 if
   any template has a field F already); ``{"company_type_id": T, "remove_field": F}``
   removes one, answers included. Answers the template (endpoint 8 body).
-- ``POST /_sandbox/keys`` (:meth:`~sandbox.data.World.send_key`):
+- ``POST /_sandbox/keys`` (:func:`~sandbox.edits.send_key`):
   ``{"endpoint": E, "key": K, "value": V}``: every object of E (``company``: endpoint 4
   body, ``connections``: each entry of 5, ``connection``: 6 body, ``questionnaire``: 7
   body, ``template``: 8 body, ``documents``: each document of 10) carries the extra
@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from sandbox import edits
 from sandbox.changes import Changes, apply_changes
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ def _post(app: SandboxApp, name: str, body: dict[str, Any]) -> Result:
     if name == "answers":
         company_id, type_id, field_id, information = _require(
             body, "company_id", "company_type_id", "field_id", "information")
-        world.set_answer(company_id, type_id, field_id, information)
+        edits.set_answer(world, company_id, type_id, field_id, information)
         return _ok({"ok": True, "generation": world.generation})
     if name == "documents" and "add" in body:
         add = body["add"]
@@ -154,42 +155,42 @@ def _post(app: SandboxApp, name: str, body: dict[str, Any]) -> Result:
             raise ValueError("add must be an object")
         company_id, type_id = _require(add, "company_id", "company_type_id")
         document = add.get("document")
-        return _ok(world.add_document(company_id, type_id, {} if document is None else document))
+        return _ok(edits.add_document(world, company_id, type_id, {} if document is None else document))
     if name == "connections":
         ns_id, company_id = _require(body, "namespace", "company_id")
         if body.get("remove"):
-            world.remove_connection(ns_id, company_id)
+            edits.remove_connection(world, ns_id, company_id)
             return _ok({"removed": company_id})
-        conn = world.connect(ns_id, company_id, received=body.get("received"), given=body.get("given"))
+        conn = edits.connect(world, ns_id, company_id, received=body.get("received"), given=body.get("given"))
         return _ok({"connection": world.connection_detail(ns_id, conn.company_id)})
     if name == "templates":
         (type_id,) = _require(body, "company_type_id")
         if ("add_field" in body) == ("remove_field" in body):
             raise ValueError("give either add_field or remove_field")
         if "add_field" in body:
-            world.add_template_field(type_id, body["add_field"], body.get("form_id"))
+            edits.add_template_field(world, type_id, body["add_field"], body.get("form_id"))
         else:
-            world.remove_template_field(type_id, body["remove_field"])
+            edits.remove_template_field(world, type_id, body["remove_field"])
         return _ok(world.template(type_id))
     if name == "keys":
         endpoint, key = _require(body, "endpoint", "key")
         if body.get("remove"):
-            return _ok(world.send_key(endpoint, key, remove=True))
+            return _ok(edits.send_key(world, endpoint, key, remove=True))
         (value,) = _require(body, "value")
-        return _ok(world.send_key(endpoint, key, value))
+        return _ok(edits.send_key(world, endpoint, key, value))
     if name == "documents":
         (document_id,) = _require(body, "document_id")
         if body.get("delete"):
-            world.delete_document(document_id)
+            edits.delete_document(world, document_id)
             return _ok({"deleted": document_id})
         set_fields = body.get("set") or {}
         unset = body.get("unset") or []
         if not isinstance(set_fields, dict) or not isinstance(unset, list):
             raise ValueError("set must be an object and unset a list of keys")
-        return _ok(world.update_document(document_id, set_fields=set_fields, unset=unset))
+        return _ok(edits.update_document(world, document_id, set_fields=set_fields, unset=unset))
     if name == "revoke-namespace":
         (company_id,) = _require(body, "company_id")
-        world.revoke_namespace(company_id)
+        edits.revoke_namespace(world, company_id)
         return _ok({"namespaces": world.namespaces})
     if name == "invalidate-tokens":
         return _ok({"revoked": app.auth.revoke_all()})

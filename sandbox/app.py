@@ -31,9 +31,9 @@ import orjson
 
 from sandbox.admin import handle_admin
 from sandbox.auth import AuthError, Claims, TokenAuthority
-from sandbox.data import Access, World
 from sandbox.faults import FaultInjector, Faults, Outcome
 from sandbox.hostile import hostile_error
+from sandbox.world import Access, World
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -13,12 +13,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from . import edits
 from . import generate as gen
-
-if TYPE_CHECKING:
-    from .data import World
+from .world import World
 
 __all__ = ["Changes", "apply_changes"]
 
@@ -82,7 +81,7 @@ def _revise(world: World, company: str, type_id: str, turn: int) -> str | None:
             if other is None:
                 continue
             new, said = {"options": [dict(other)]}, other["value"]
-        world.set_answer(company, type_id, spec.id, new)
+        edits.set_answer(world, company, type_id, spec.id, new)
         return f"answer changed: {_name(world, company)}, {spec.label or spec.id}: now {said!r}"
     return None
 
@@ -113,22 +112,22 @@ def apply_changes(world: World, changes: Changes) -> list[str]:
         else:  # about to expire
             expires = (world.today + timedelta(days=7)).isoformat() + "T00:00:00"
             what = "now expires in 7 days"
-        world.update_document(doc["id"], set_fields={"expirationDate": expires})
+        edits.update_document(world, doc["id"], set_fields={"expirationDate": expires})
         made.lines.append(f"document {what}: {_name(world, company)}, {doc.get('name', doc['id'])} "
                           f"(expires {expires[:10]})")
     for ns in itertools.islice(itertools.cycle(world.namespaces), changes.connections):
         connections = world.connection_list(ns)
         if connections:  # the namespace's last connection ends
             company = connections[-1]["id"]
-            world.remove_connection(ns, company)
+            edits.remove_connection(world, ns, company)
             made.lines.append(f"connection removed: {_name(world, ns)} no longer connected to {_name(world, company)}")
     if changes.template_field:
         type_id = sorted(world.templates)[0]
         field_id = f"fld-added-{turn}"
-        world.add_template_field(type_id, {"id": field_id, "type": gen.INPUT,
-                                           "label": f"Sanctions screening provider ({turn})"})
+        edits.add_template_field(world, type_id, {"id": field_id, "type": gen.INPUT,
+                                                  "label": f"Sanctions screening provider ({turn})"})
         made.lines.append(f"question added to the {type_id} questionnaire: Sanctions screening provider ({turn})")
     if changes.key:
-        world.send_key("company", changes.key, f"sent since change {turn}")
+        edits.send_key(world, "company", changes.key, f"sent since change {turn}")
         made.lines.append(f"the service now sends the company key {changes.key!r}")
     return made.lines

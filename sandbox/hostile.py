@@ -23,14 +23,13 @@ namespace's hostile text and the last namespace's failure stay apart.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
+from sandbox import edits
 from sandbox import generate as gen
-
-if TYPE_CHECKING:
-    from sandbox.data import World
+from sandbox.world import World
 
 __all__ = ["DEEP_NESTING", "HOSTILE_ERROR", "HOSTILE_TEXTS", "OVERSIZE_FILE_BYTES", "hostile_error",
            "make_hostile"]
@@ -98,9 +97,9 @@ def make_hostile(world: World) -> World:
             continue
         for spec in world.templates[type_id].fields:
             if spec.type == gen.INPUT:
-                world.set_answer(company_id, type_id, spec.id, {"value": next(texts)})
+                edits.set_answer(world, company_id, type_id, spec.id, {"value": next(texts)})
         for doc in world.documents(company_id, type_id):
-            world.update_document(doc["id"], set_fields={"name": next(texts)})
+            edits.update_document(world, doc["id"], set_fields={"name": next(texts)})
             if not padded:
                 world.file_padding[doc["id"]] = OVERSIZE_FILE_BYTES
                 padded = True

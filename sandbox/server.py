@@ -20,8 +20,9 @@ from typing import Any, Self, TextIO
 import uvicorn
 
 from sandbox.app import SandboxApp, create_app
-from sandbox.data import World, build_world
+from sandbox.data import build_world
 from sandbox.faults import Faults
+from sandbox.world import World
 
 DEFAULT_EMAIL = "analyst@example.com"
 DEFAULT_PASSWORD = "sandbox-password"

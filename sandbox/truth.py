@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sandbox import generate as gen
 
 if TYPE_CHECKING:
-    from sandbox.data import World
+    from sandbox.world import World
 
 
 @dataclass(frozen=True)

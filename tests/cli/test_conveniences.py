@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from sandbox import edits
 from sandbox.server import SandboxServer
 
 from .helpers import CREDENTIALS, EMAIL, SECRET, SyncedFolder, error_lines, run
@@ -190,10 +191,10 @@ def test_select_loads_only_the_chosen_resources_and_retires_nothing_else(
         world = sandbox.world
         ns = world.namespaces[0]
         gone = world.connection_list(ns)[0]["id"]
-        world.remove_connection(ns, gone)  # would end the connection and its data
+        edits.remove_connection(world, ns, gone)  # would end the connection and its data
         kept_company, kept_type = next(p for p in world.readable_pairs(ns) if p[0] != gone)
         deleted = world.documents(kept_company, kept_type)[0]["id"]
-        world.delete_document(deleted)  # a selected resource's change
+        edits.delete_document(world, deleted)  # a selected resource's change
 
         def current(table: str, where: str = "true") -> int:
             return query(tmp_path / "w.duckdb",

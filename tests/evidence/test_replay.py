@@ -14,6 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.cli.helpers import SECRET, run
 from tests.evidence.test_verify import change_an_answer
@@ -70,7 +71,7 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
         pairs = [(c, t) for c, t in world.readable_pairs(ns) if c != ns]
         change_an_answer(server, *pairs[0])
         document = world.documents(*pairs[1])[0]["id"]
-        world.update_document(document, set_fields={"name": "renewed certificate.pdf"})
+        edits.update_document(world, document, set_fields={"name": "renewed certificate.pdf"})
         server.faults.latency_ms = 10
         server.app.stats.reset()
         process = subprocess.Popen([sys.executable, "-c", SYNC, str(warehouse), server.base_url, server.email, SECRET],
@@ -82,8 +83,8 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, P
         assert not resumed.failed and sum(o.requests_kept for o in resumed.namespaces) > 0
         ids.append(resumed.sync_id)
         after_second = copy_warehouse(warehouse, folder / "second" / "w.duckdb")
-        world.remove_connection(ns, pairs[2][0])
-        world.delete_document(next(d["id"] for c, t in pairs[3:] for d in world.documents(c, t)))
+        edits.remove_connection(world, ns, pairs[2][0])
+        edits.delete_document(world, next(d["id"] for c, t in pairs[3:] for d in world.documents(c, t)))
         change_an_answer(server, *pairs[1])
         ids.append(run_sync(warehouse, settings).sync_id)
     yield warehouse, after_second, ids

@@ -19,6 +19,7 @@ from diligence.audit.prune import prune_evidence
 from diligence.evidence.chain import parse_time, read_store
 from diligence.warehouse import Warehouse
 from pipelines.evidence.manifest import read_manifest
+from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.cli.helpers import CREDENTIALS, SECRET, run
 from tests.helpers import copy_warehouse
@@ -30,7 +31,7 @@ def change_an_answer(server: SandboxServer, company: str, company_type: str) -> 
     """Give the first question (not a label) of a questionnaire another answer."""
     forms = server.world.questionnaire(company, company_type)["questionnaires"]["forms"]
     field = next(f["id"] for form in forms for f in form["fields"] if f["type"] != "Label")
-    server.world.set_answer(company, company_type, field, {"value": "changed between syncs"})
+    edits.set_answer(server.world, company, company_type, field, {"value": "changed between syncs"})
 
 
 def _copy(history: Path, tmp_path: Path) -> Path:

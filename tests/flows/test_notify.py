@@ -17,6 +17,7 @@ from prefect.blocks.notifications import CustomWebhookNotificationBlock
 
 import flows.company_connections_sync as flow_module
 from flows.company_connections_sync import company_connections_sync
+from sandbox import edits
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.processes import Receiver
 
@@ -74,11 +75,11 @@ def test_notification_lists_what_is_new_and_nothing_when_unchanged(
             ).fetchall()
         (gone, gone_company, gone_name), (soon, soon_company, soon_name) = valid
         now = datetime.now(timezone.utc).replace(tzinfo=None)
-        sandbox.world.update_document(
-            gone, set_fields={"expirationDate": (now - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S")}
+        edits.update_document(
+            sandbox.world, gone, set_fields={"expirationDate": (now - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%S")}
         )
-        sandbox.world.update_document(
-            soon, set_fields={"expirationDate": (now + timedelta(days=5)).strftime("%Y-%m-%dT%H:%M:%S")}
+        edits.update_document(
+            sandbox.world, soon, set_fields={"expirationDate": (now + timedelta(days=5)).strftime("%Y-%m-%dT%H:%M:%S")}
         )
         sandbox.faults.fail_namespaces = [broken]
         # only these kinds: the two documents' changed dates are not sent

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from diligence.analytics.models import build_models
+from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.helpers import query, sync
 
@@ -31,9 +32,9 @@ def test_two_syncs_of_the_sandbox(sandbox: SandboxServer, warehouse: Path) -> No
     )
     first = sync(sandbox, warehouse)
     kept, deleted = world.documents(company_id, type_id)[:2]
-    world.set_answer(company_id, type_id, field["id"], {"value": "Revised answer"})
-    world.update_document(kept["id"], set_fields={"expirationDate": "31/02/2027"})
-    world.delete_document(deleted["id"])
+    edits.set_answer(world, company_id, type_id, field["id"], {"value": "Revised answer"})
+    edits.update_document(world, kept["id"], set_fields={"expirationDate": "31/02/2027"})
+    edits.delete_document(world, deleted["id"])
     second = sync(sandbox, warehouse)
     built = build_models(warehouse)
     assert built.checks and [c.name for c in built.checks if not c.passed] == []

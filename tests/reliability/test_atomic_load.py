@@ -24,6 +24,7 @@ import pytest
 
 from diligence.audit.verify import verify_warehouse
 from diligence.warehouse import Warehouse
+from sandbox import edits
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.cli.helpers import run
 from tests.helpers import copy_warehouse, queries
@@ -89,13 +90,13 @@ def change_upstream(server: SandboxServer) -> None:
         fields = [f for form in world.questionnaire(company, type_id)["questionnaires"]["forms"]
                   for f in form["fields"] if f.get("type") == "Input"]
         for field in fields[:2]:
-            world.set_answer(company, type_id, field["id"], {"value": f"revised {field['id']}"})
+            edits.set_answer(world, company, type_id, field["id"], {"value": f"revised {field['id']}"})
         for document in world.documents(*pairs[1])[:2]:
-            world.update_document(document["id"], set_fields={"expirationDate": "2031-01-31T00:00:00"})
+            edits.update_document(world, document["id"], set_fields={"expirationDate": "2031-01-31T00:00:00"})
         if documents := world.documents(*pairs[2]):
-            world.delete_document(documents[0]["id"])
+            edits.delete_document(world, documents[0]["id"])
         removed = next(c for c, _ in reversed(pairs) if c != company)
-        world.remove_connection(ns, removed)
+        edits.remove_connection(world, ns, removed)
 
 
 def sync_cli(server: SandboxServer, warehouse: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox import edits
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import current_counts, query, requests_answered, sync
 from tests.processes import kill_when
@@ -76,7 +77,7 @@ def _change_something(server: SandboxServer) -> None:
     """A change between the two syncs, so history has something to keep."""
     ns = server.world.namespaces[0]
     company_id, type_id = next((c, t) for c, t in server.world.readable_pairs(ns) if c != ns)
-    server.world.delete_document(server.world.documents(company_id, type_id)[0]["id"])
+    edits.delete_document(server.world, server.world.documents(company_id, type_id)[0]["id"])
 
 
 @pytest.mark.parametrize("phase", ["extract", "load"])

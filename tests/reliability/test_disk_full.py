@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from sandbox import edits
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.cli.helpers import run
 from tests.helpers import queries
@@ -87,7 +88,7 @@ def _revise(server: SandboxServer) -> None:
     company, type_id = next((c, t) for c, t in world.readable_pairs(ns) if c != ns)
     field = next(f for form in world.questionnaire(company, type_id)["questionnaires"]["forms"]
                  for f in form["fields"] if f["type"] == "Input")
-    world.set_answer(company, type_id, field["id"], {"value": "revised while the disk was full"})
+    edits.set_answer(world, company, type_id, field["id"], {"value": "revised while the disk was full"})
 
 
 @pytest.mark.parametrize("phase", ["fetch", "load", "build", "publish"])

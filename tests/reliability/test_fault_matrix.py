@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from diligence.sync import SyncResult
+from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, queries, query, sync
 
@@ -159,7 +160,7 @@ def test_403_and_404_on_child_requests_end_only_those_items(warehouse: Path, cle
         denied = pairs[0]
         dropped = next(c for c, _ in pairs if c != denied[0])
         server.faults.deny_pairs = [list(denied)]
-        server.world.remove_connection(ns, dropped)  # not listed any more
+        edits.remove_connection(server.world, ns, dropped)  # not listed any more
         result = sync(server, warehouse)
     assert not result.failed
     issues = query(
@@ -187,7 +188,7 @@ def test_empty_namespace_retires_its_rows(warehouse: Path, clean_synced: Path) -
     with SandboxServer(scale="small", today=TODAY) as server:
         before = _first_sync(clean_synced, warehouse)
         emptied, other = server.world.namespaces
-        server.world.empty_namespace(emptied)
+        edits.empty_namespace(server.world, emptied)
         result = sync(server, warehouse)
     assert not result.failed
     after = state(warehouse)
@@ -224,7 +225,7 @@ def test_namespace_whose_requests_keep_failing_is_not_committed(warehouse: Path,
 
 def test_namespace_the_user_lost_access_to(warehouse: Path, clean_synced: Path) -> None:
     def revoke(server: SandboxServer, ns: str) -> None:
-        server.world.revoke_namespace(ns)
+        edits.revoke_namespace(server.world, ns)
 
     _, before, after, failing = _refused(warehouse, clean_synced, revoke, "no longer lists")
     assert _rows_of(after, failing) == _rows_of(before, failing)

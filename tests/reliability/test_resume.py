@@ -23,6 +23,7 @@ from diligence.resume import resumable_namespaces
 from diligence.warehouse import Warehouse
 from pipelines.company_connections.evidence import account_digest
 from pipelines.evidence.manifest import SUFFIX, read_manifest
+from sandbox import edits
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.helpers import query, requests_answered, sync
 from tests.processes import kill_when
@@ -257,7 +258,7 @@ def test_a_connection_removed_after_the_crash_is_retired_not_loaded(tmp_path: Pa
             server.faults.latency_ms = 0
         resumable = resumable_namespaces(Warehouse(warehouse))
         assert ns in {j.namespace for j in resumable}, "the kill came after the namespace committed"
-        server.world.remove_connection(ns, removed)
+        edits.remove_connection(server.world, ns, removed)
         result = sync(server, warehouse)
         assert not result.failed
         reference = tmp_path / "reference.duckdb"

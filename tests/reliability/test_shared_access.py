@@ -13,6 +13,7 @@ import pytest
 
 from diligence.analytics import rebuild_analytics
 from diligence.warehouse import WarehouseBusyError, published_path
+from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, current_counts, query, sync
 
@@ -107,7 +108,7 @@ def test_analyst_on_the_published_copy_never_blocks_the_schedule(warehouse: Path
             company_id, type_id = next(
                 (c, t) for c, t in server.world.readable_pairs(ns) if c != ns
             )
-            server.world.set_answer(company_id, type_id, _input_field(server, company_id, type_id), None)
+            edits.set_answer(server.world, company_id, type_id, _input_field(server, company_id, type_id), None)
             sync(server, warehouse)
             result = rebuild_analytics(warehouse)
             assert result.published == published

@@ -12,6 +12,7 @@ import pytest
 from diligence.analytics import rebuild_analytics
 from diligence.steps import report_step
 from diligence.warehouse import Warehouse
+from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, query, sync
 
@@ -61,10 +62,10 @@ def synced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synced]:
             con.close()
         first_sync = copy_warehouse(warehouse, folder / "first-sync" / "warehouse.duckdb")
         world = server.world
-        world.set_answer(company, type_id, field_id, {"value": "Revised answer"})
-        world.update_document(changed, set_fields={"expirationDate": "2021-03-04T00:00:00"})
-        world.delete_document(deleted)
-        world.remove_connection(ns, removed)
+        edits.set_answer(world, company, type_id, field_id, {"value": "Revised answer"})
+        edits.update_document(world, changed, set_fields={"expirationDate": "2021-03-04T00:00:00"})
+        edits.delete_document(world, deleted)
+        edits.remove_connection(world, ns, removed)
         assert not sync(server, warehouse).failed
         assert not rebuild_analytics(warehouse).failed_checks
     report = report_step(Warehouse(warehouse), folder / "report.html").path

@@ -13,8 +13,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from sandbox import vocab
-from sandbox.data import EXTRA_KEY_ENDPOINTS, build_world
+from sandbox import edits, vocab
+from sandbox.data import build_world
+from sandbox.edits import EXTRA_KEY_ENDPOINTS
 
 if TYPE_CHECKING:
     from conftest import Api
@@ -430,8 +431,8 @@ def test_concurrent_edits_each_bump_the_generation_once() -> None:
 
     def edit(worker: int) -> None:
         for i in range(25):
-            ids.append(world.add_document(company, type_id, {})["id"])
-            world.send_key("documents", f"k{worker}-{i}", i)
+            ids.append(edits.add_document(world, company, type_id, {})["id"])
+            edits.send_key(world, "documents", f"k{worker}-{i}", i)
 
     threads = [threading.Thread(target=edit, args=(w,)) for w in range(4)]
     for thread in threads:
@@ -443,12 +444,12 @@ def test_concurrent_edits_each_bump_the_generation_once() -> None:
     mine, theirs = world.namespace(ns), world.namespace(other)
     assert mine is not None and theirs is not None
     stranger = next(c for c in theirs.by_id if c not in mine.by_id)
-    world.connect(ns, stranger, received=["ct-supplier", "ct-supplier"])
+    edits.connect(world, ns, stranger, received=["ct-supplier", "ct-supplier"])
     detail = world.connection_detail(ns, stranger)
     assert detail is not None and detail["readingRights"]["received"] == {"companyTypeIds": ["ct-supplier"]}
-    world.add_template_field("ct-supplier", {"id": "f-new", "type": "Input", "label": "New"})
-    world.remove_template_field("ct-supplier", "f-new")
-    world.remove_connection(ns, stranger)
+    edits.add_template_field(world, "ct-supplier", {"id": "f-new", "type": "Input", "label": "New"})
+    edits.remove_template_field(world, "ct-supplier", "f-new")
+    edits.remove_connection(world, ns, stranger)
     assert world.generation == start + 204
     # the truth follows: the same world as built, plus the documents added
     fresh, edited = build_world("small", 7, today=world.today).truth(), world.truth()

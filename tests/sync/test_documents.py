@@ -10,6 +10,7 @@ import pytest
 
 from diligence.documents import download_documents
 from diligence.warehouse import Warehouse
+from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, query, settings_for, sync
 
@@ -39,7 +40,7 @@ def test_documents_are_downloaded_once_and_again_when_changed(
         "select document_id from raw.documents where namespace_company_id = ? and _dlt_valid_to is null limit 1",
         ns,
     )[0][0]
-    sandbox.world.update_document(document_id, set_fields={"expirationDate": "2031-01-01T00:00:00"})
+    edits.update_document(sandbox.world, document_id, set_fields={"expirationDate": "2031-01-01T00:00:00"})
     sync(sandbox, warehouse)
     changed = download_documents(Warehouse(warehouse), folder, settings_for(sandbox))
     assert changed.downloaded >= 1 and changed.unchanged == current - changed.downloaded

@@ -7,6 +7,7 @@ from pathlib import Path
 from diligence.analytics.models import build_models
 from diligence.report.export import export_reports
 from diligence.warehouse import MODELS_THREADS, Warehouse
+from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, query, sync
 
@@ -75,7 +76,7 @@ def test_changed_answer_shows_up_in_answer_changes(
     build_models(warehouse)
     assert query(warehouse, "select count(*) from analytics.answer_changes") == [(0,)]
 
-    sandbox.world.set_answer(company_id, type_id, field["id"], {"value": "Revised answer"})
+    edits.set_answer(sandbox.world, company_id, type_id, field["id"], {"value": "Revised answer"})
     result = sync(sandbox, warehouse)
     build_models(warehouse)
 

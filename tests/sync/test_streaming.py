@@ -28,6 +28,7 @@ from pipelines.company_connections import resolve_settings, stream_namespaces
 from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.errors import RequestFailedError
 from pipelines.company_connections.staging import NamespaceStage, read_batches
+from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.helpers import CREDENTIALS, copy_warehouse, current_counts, query, sync
 
@@ -154,7 +155,7 @@ def test_a_failed_namespace_keeps_its_previous_data_and_history(
     before = current_counts(warehouse)
     versions = query(warehouse, "select namespace_company_id, count(*), count(_dlt_valid_to) from raw.documents group by 1 order by 1")
     good, broken = sandbox.world.namespaces[:2]
-    sandbox.world.remove_connection(broken, next(c for c, _ in sandbox.world.readable_pairs(broken) if c != broken))
+    edits.remove_connection(sandbox.world, broken, next(c for c, _ in sandbox.world.readable_pairs(broken) if c != broken))
     _fail_documents_after(monkeypatch, broken, 20)
 
     result = sync(sandbox, warehouse, settings={"batch_size": 5})

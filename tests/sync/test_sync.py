@@ -9,6 +9,7 @@ import pytest
 
 from diligence.sync import SyncError
 from flows.retry import is_transient
+from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.helpers import copy_warehouse, current_counts, query, sync
 
@@ -77,9 +78,9 @@ def test_changes_are_kept_as_history(
         if field["type"] == "Input"
     )
     copy_warehouse(synced_small, warehouse)  # the first sync of this world
-    sandbox.world.set_answer(company_id, type_id, field_id, {"value": "changed in the sandbox"})
+    edits.set_answer(sandbox.world, company_id, type_id, field_id, {"value": "changed in the sandbox"})
     document = sandbox.world.documents(company_id, type_id)[0]
-    sandbox.world.delete_document(document["id"])
+    edits.delete_document(sandbox.world, document["id"])
     sync(sandbox, warehouse)
 
     versions = query(
@@ -211,7 +212,7 @@ def test_failing_namespace_is_not_committed_and_keeps_its_data(
     sandbox.faults.fail_namespaces = [failing]
     company_id, type_id = sandbox.world.readable_pairs(healthy)[0]
     doc = sandbox.world.documents(company_id, type_id)[0]
-    sandbox.world.delete_document(doc["id"])
+    edits.delete_document(sandbox.world, doc["id"])
 
     result = sync(sandbox, warehouse, settings={"max_attempts": 2})
 
