@@ -35,7 +35,7 @@ from prefect.states import Failed
 
 from diligence.analytics import AnalyticsResult, warm_up
 from diligence.analytics.checks import CheckResult, format_failures
-from diligence.config import DEFAULT_REPORTS_DIR
+from diligence.config import DEFAULT_LOCK_WAIT_SECONDS, DEFAULT_REPORTS_DIR
 from diligence.evidence.chain import evidence_summary
 from diligence.report.export import ExportResult, Format
 from diligence.steps import analytics_step, export_step, report_step, sync_step
@@ -54,8 +54,6 @@ FLOW_NAME = "company-connections-sync"
 SUMMARY_ARTIFACT_KEY = "company-connections-sync-summary"
 DOCUMENTS_ARTIFACT_KEY = "documents-expired-or-expiring"
 DBT_BUILD_ARTIFACT_KEY = "dbt-build"
-#: Seconds a step waits for another writer of the warehouse (a CLI sync, an open session).
-LOCK_WAIT_SECONDS = 120.0
 #: Seconds before each further attempt at the namespaces that failed.
 NAMESPACE_RETRY_DELAYS: tuple[float, ...] = (30.0, 120.0)
 
@@ -156,7 +154,7 @@ def sync_namespaces(
     result = sync_step(
         owner,
         flow_settings(base_url, namespaces),
-        wait_seconds=LOCK_WAIT_SECONDS,
+        wait_seconds=DEFAULT_LOCK_WAIT_SECONDS,
         budget=account_budget,
         on_namespace=report,
         restart=restart and first_attempt(),
@@ -193,7 +191,7 @@ def rebuild_analytics_schema(
     result = analytics_step(
         open_warehouse(warehouse),
         expiring_within_days=expiring_within_days,
-        wait_seconds=LOCK_WAIT_SECONDS,
+        wait_seconds=DEFAULT_LOCK_WAIT_SECONDS,
         full_refresh=full_refresh,
     )
     logger.info(

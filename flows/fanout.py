@@ -28,7 +28,7 @@ from prefect import flow, get_client, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.deployments import run_deployment
 
-from diligence.config import DEFAULT_REPORTS_DIR
+from diligence.config import DEFAULT_LOCK_WAIT_SECONDS, DEFAULT_REPORTS_DIR
 from diligence.errors import NamespaceSyncError
 from diligence.report.export import Format
 from diligence.steps import analytics_step, export_step, report_step, sync_step
@@ -38,7 +38,6 @@ from pipelines.company_connections import plan_namespaces
 
 from .budget import account_budget
 from .company_connections_sync import (
-    LOCK_WAIT_SECONDS,
     check_export_formats,
     publish_dbt_build,
     publish_run_summary,
@@ -83,7 +82,7 @@ def sync_one_namespace(
     result = sync_step(
         owner_of(warehouse, data_path, pipelines_dir),
         flow_settings(base_url, [namespace]),
-        wait_seconds=LOCK_WAIT_SECONDS,
+        wait_seconds=DEFAULT_LOCK_WAIT_SECONDS,
         budget=account_budget,
         restart=restart and first_attempt(),
     )
@@ -103,7 +102,7 @@ def sync_one_namespace(
 @task(name="prepare-warehouse", retries=2, retry_delay_seconds=10, cache_policy=NO_CACHE)
 def prepare_warehouse(warehouse: str | None, data_path: str | None, pipelines_dir: str | None) -> None:
     """Check the location and create the lake's catalog and `raw` once, before the writers."""
-    with owner_of(warehouse, data_path, pipelines_dir).writing(wait_seconds=LOCK_WAIT_SECONDS):
+    with owner_of(warehouse, data_path, pipelines_dir).writing(wait_seconds=DEFAULT_LOCK_WAIT_SECONDS):
         pass
 
 
@@ -215,7 +214,7 @@ def company_connections_fanout(
     )
     outcomes = outcomes_of(owner, states, started)
     analytics = analytics_step(
-        owner, expiring_within_days=expiring_within_days, wait_seconds=LOCK_WAIT_SECONDS
+        owner, expiring_within_days=expiring_within_days, wait_seconds=DEFAULT_LOCK_WAIT_SECONDS
     )
     exported = export_step(owner, None, export_formats, reports_root=Path(reports_dir))
     report = report_step(owner, exported.folder / "report.html")
