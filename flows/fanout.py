@@ -11,10 +11,12 @@
       models, checks, exports, HTML report, summary: once (the single writer of analytics)
 
 Each namespace's run writes the lake through its own dlt pipeline (own name, pipelines
-dir and staging dataset, see :mod:`diligence.warehouse.lake_pipeline`), so runs on many workers at once
-lose and duplicate nothing; transient DuckLake commit conflicts are retried. For the
-DuckDB file warehouse (one writer), the single-process flow
-:mod:`flows.company_connections_sync` stays the default deployment.
+dir and staging dataset), so runs on many workers at once lose and duplicate nothing;
+transient DuckLake commit conflicts are retried. The rules between the steps are those
+of the CLI and the one-process flow (:mod:`diligence.steps`): when no namespace was
+loaded, nothing is built, exported or reported, the summary is published and the run
+ends Failed naming each namespace. For the DuckDB file warehouse (one writer), the
+single-process flow :mod:`flows.company_connections_sync` stays the default deployment.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_client, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -30,21 +32,29 @@ from prefect.deployments import run_deployment
 
 from diligence.config import DEFAULT_LOCK_WAIT_SECONDS, DEFAULT_REPORTS_DIR
 from diligence.errors import NamespaceSyncError
-from diligence.report.export import Format
-from diligence.steps import analytics_step, export_step, report_step, sync_step
-from diligence.sync import NamespaceOutcome
-from diligence.warehouse import Warehouse, open_warehouse
+from diligence.readouts import evidence_of, recorded_outcomes
+from diligence.steps import (
+    analytics_step,
+    check_export_formats,
+    export_step,
+    failed_outcome,
+    known_export_formats,
+    nothing_loaded,
+    open_warehouse,
+    report_step,
+    sync_step,
+)
 from pipelines.company_connections import plan_namespaces
 
 from .budget import account_budget
-from .company_connections_sync import (
-    check_export_formats,
-    publish_dbt_build,
-    publish_run_summary,
-    raise_for_failures,
-)
+from .company_connections_sync import failed_run, publish_dbt_build, publish_run_summary
 from .retry import first_attempt
 from .service import configured_namespaces, flow_settings, user_companies
+
+if TYPE_CHECKING:
+    from prefect.client.schemas.objects import State
+
+    from diligence.steps import NamespaceOutcome, Warehouse
 
 FANOUT_FLOW_NAME = "company-connections-fanout"
 NAMESPACE_FLOW_NAME = "company-connections-namespace"
@@ -135,34 +145,15 @@ def fan_out(
     return states
 
 
-def outcomes_of(owner: Warehouse, states: dict[str, Any], since: Any) -> list[NamespaceOutcome]:
-    """Each namespace's outcome: its row of `raw.sync_runs` written by this fan-out, or
-    (when its run failed before recording one) the run's final state."""
-    with owner.session(read_only=True, memory_limit=None) as con:
-        rows = {
-            row[0]: row
-            for row in con.execute(
-                "select namespace_company_id, arg_max(status, finished_at), "
-                "arg_max(requests, finished_at), arg_max(rows_loaded, finished_at), "
-                "arg_max(issues, finished_at), arg_max(error, finished_at), "
-                "arg_max(epoch(finished_at) - epoch(started_at), finished_at) "
-                "from raw.sync_runs where started_at >= ? group by 1",
-                [since],
-            ).fetchall()
-        }
-    outcomes = []
-    for ns, state in states.items():
-        row = rows.get(ns)
-        if row is not None and state.is_completed():
-            outcomes.append(NamespaceOutcome(
-                namespace_company_id=ns, status=row[1], requests=int(row[2] or 0),
-                rows=int(row[3] or 0), issues=int(row[4] or 0),
-                duration_seconds=float(row[6] or 0.0), error=row[5]))
-        else:
-            outcomes.append(NamespaceOutcome(
-                namespace_company_id=ns, status="failed", requests=0, rows=0, issues=0,
-                duration_seconds=0.0, error=state.message or state.name))
-    return outcomes
+def outcomes_of(owner: Warehouse, states: dict[str, State[Any]], since: datetime) -> list[NamespaceOutcome]:
+    """Each namespace's outcome: as its run recorded it in `raw.sync_runs` since `since`,
+    or (when its run failed before recording one) its run's final state."""
+    recorded = recorded_outcomes(owner, since)
+    return [
+        recorded[ns] if ns in recorded and state.is_completed()
+        else failed_outcome(ns, state.message or state.name)
+        for ns, state in states.items()
+    ]
 
 
 @flow(name=FANOUT_FLOW_NAME)
@@ -171,7 +162,7 @@ def company_connections_fanout(
     data_path: str | None = None,
     namespaces: list[str] | None = None,
     expiring_within_days: int | None = None,
-    export_formats: list[str] = [fmt.value for fmt in Format],  # noqa: B006 - Prefect parameter default
+    export_formats: list[str] = known_export_formats(),  # noqa: B008 - Prefect parameter default
     reports_dir: str = str(DEFAULT_REPORTS_DIR),
     base_url: str | None = None,
     pipelines_dir: str | None = None,
@@ -213,15 +204,17 @@ def company_connections_fanout(
         namespace_deployment,
     )
     outcomes = outcomes_of(owner, states, started)
+    if nothing_loaded(outcomes):
+        publish_run_summary(outcomes, evidence=evidence_of(owner))
+        return failed_run(outcomes) or {"namespaces": {}, "row_counts": {}}  # type: ignore[return-value]
     analytics = analytics_step(
         owner, expiring_within_days=expiring_within_days, wait_seconds=DEFAULT_LOCK_WAIT_SECONDS
     )
     exported = export_step(owner, None, export_formats, reports_root=Path(reports_dir))
     report = report_step(owner, exported.folder / "report.html")
-    publish_run_summary(outcomes, analytics, exported, report.path)
+    publish_run_summary(outcomes, analytics, exported, report.path, evidence_of(owner))
     publish_dbt_build(analytics)
-    raise_for_failures(outcomes, analytics.checks)
-    return {
+    return failed_run(outcomes, analytics.checks) or {  # type: ignore[return-value]
         "namespaces": {o.namespace_company_id: o.status for o in outcomes},
         "row_counts": dict(analytics.models.row_counts),
     }
