@@ -7,7 +7,7 @@
       prepare the lake once (catalog, `raw` schema) so writers never race to create it
       run_deployment(company-connections-namespace/company-connections-namespace) x N
         -> each: `sync_step` of ONE namespace, on whichever process worker picks it up
-      wait for all of them
+      wait for all of them (Prefect's wait_for_flow_run: the server's events)
       models, checks, exports, HTML report, summary: once (the single writer of analytics)
 
 Each namespace's run writes the lake through its own dlt pipeline (own name, pipelines
@@ -21,7 +21,7 @@ single-process flow :mod:`flows.company_connections_sync` stays the default depl
 
 from __future__ import annotations
 
-import time
+import asyncio
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 from prefect import flow, get_client, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.deployments import run_deployment
+from prefect.flow_runs import wait_for_flow_run
+from prefect.utilities.asyncutils import run_coro_as_sync
 
 from diligence.config import DEFAULT_LOCK_WAIT_SECONDS, DEFAULT_REPORTS_DIR
 from diligence.errors import NamespaceSyncError
@@ -52,7 +54,9 @@ from .retry import first_attempt
 from .service import configured_namespaces, flow_settings, user_companies
 
 if TYPE_CHECKING:
-    from prefect.client.schemas.objects import State
+    from uuid import UUID
+
+    from prefect.client.schemas.objects import FlowRun, State
 
     from diligence.steps import NamespaceOutcome, Warehouse
 
@@ -61,8 +65,7 @@ NAMESPACE_FLOW_NAME = "company-connections-namespace"
 #: ``<flow name>/<deployment name>`` of the per-namespace deployment in prefect.yaml
 NAMESPACE_DEPLOYMENT = f"{NAMESPACE_FLOW_NAME}/{NAMESPACE_FLOW_NAME}"
 #: Seconds the parent waits for all namespace runs.
-WAIT_SECONDS = 6 * 3600.0
-POLL_SECONDS = 2.0
+WAIT_SECONDS = 6 * 3600
 
 
 def owner_of(warehouse: str | None, data_path: str | None, pipelines_dir: str | None) -> Warehouse:
@@ -118,8 +121,9 @@ def prepare_warehouse(warehouse: str | None, data_path: str | None, pipelines_di
 
 def fan_out(
     namespaces: list[str], parameters: dict[str, Any], deployment: str
-) -> dict[str, Any]:
-    """Start one run of `deployment` per namespace, wait for all; their final states."""
+) -> dict[str, State[Any]]:
+    """Start one run of `deployment` per namespace, all at once, and wait for all of them
+    (at most :data:`WAIT_SECONDS`); their final states."""
     runs = {
         ns: run_deployment(
             deployment,
@@ -129,20 +133,16 @@ def fan_out(
         )
         for ns in namespaces
     }
-    deadline = time.monotonic() + WAIT_SECONDS
-    states: dict[str, Any] = {}
-    with get_client(sync_client=True) as client:
-        while len(states) < len(runs):
-            for ns, run in runs.items():
-                if ns not in states:
-                    state = client.read_flow_run(run.id).state
-                    if state is not None and state.is_final():
-                        states[ns] = state
-            if len(states) < len(runs):
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"namespace runs still running after {WAIT_SECONDS} s")
-                time.sleep(POLL_SECONDS)
-    return states
+    finished = run_coro_as_sync(_finished_runs([run.id for run in runs.values()]))
+    return {ns: run.state for ns, run in zip(runs, finished or [], strict=True)}
+
+
+async def _finished_runs(run_ids: list[UUID]) -> list[FlowRun]:
+    """The flow runs `run_ids` once each is final, as Prefect's server announces it."""
+    async with get_client() as client:
+        return list(await asyncio.gather(
+            *(wait_for_flow_run(run_id, timeout=WAIT_SECONDS, client=client) for run_id in run_ids)
+        ))
 
 
 def outcomes_of(owner: Warehouse, states: dict[str, State[Any]], since: datetime) -> list[NamespaceOutcome]:
