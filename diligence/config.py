@@ -64,8 +64,10 @@ from .errors import SettingsError
 __all__ = [
     "AppSettings",
     "DEFAULT_CRON",
+    "DEFAULT_EVIDENCE_ENABLED",
     "DEFAULT_EXPIRING_WITHIN_DAYS",
     "DEFAULT_EXPORTS_KEEP",
+    "DEFAULT_LOCK_WAIT_SECONDS",
     "DEFAULT_REPORTS_DIR",
     "DEFAULT_TIMEZONE",
     "DEFAULT_WAREHOUSE",
@@ -98,8 +100,17 @@ DEFAULT_REPORTS_DIR = Path("reports")
 DEFAULT_EXPIRING_WITHIN_DAYS = 30
 #: Run folders an export keeps under the reports root (``[exports] keep``).
 DEFAULT_EXPORTS_KEEP = 30
+#: The schedule of the scheduled flow (``[schedule] cron`` / ``timezone``); prefect.yaml
+#: carries the same values (tests/flows/test_prefect_yaml.py holds them equal).
 DEFAULT_CRON = "0 6 * * *"
 DEFAULT_TIMEZONE = "UTC"
+#: Seconds a writer that runs unattended (a flow's step, a worker sealing evidence into a
+#: bucket) waits for a lock another writer holds (the warehouse's writer lock, the
+#: evidence chain's lock) before it gives up; a sync of a large account can hold the
+#: warehouse that long. The CLI waits only when told (``--wait``).
+DEFAULT_LOCK_WAIT_SECONDS = 600.0
+#: Whether syncs keep their evidence (``[evidence] enabled``).
+DEFAULT_EVIDENCE_ENABLED = True
 #: Who may read the confidential files: the owner only (default), or the group too.
 FILE_MODES: tuple[str, ...] = ("owner", "group")
 FILE_MODE_ENV = "DILIGENCE_FILE_MODE"
@@ -163,7 +174,7 @@ class WarehouseSection(_Section):
 
 
 class EvidenceSection(_Section):
-    enabled: bool = True
+    enabled: bool = DEFAULT_EVIDENCE_ENABLED
     path: Text | None = None
     retain_days: Positive | None = None
     heartbeat_seconds: Positive = DEFAULT_HEARTBEAT_SECONDS
@@ -330,7 +341,8 @@ def _set(section: str) -> set[str]:
 
 
 def expiring_within_days(value: int | None = None) -> int:
-    """Days ahead that count as 'expiring': `value`, else config, else 30. Asked once per
+    """Days ahead that count as 'expiring': `value`, else config, else
+    :data:`DEFAULT_EXPIRING_WITHIN_DAYS`. Asked once per
     build, by :func:`diligence.steps.analytics_step`; every other caller passes None on."""
     return int(value) if value is not None else settings().source.expiring_within_days
 
@@ -350,8 +362,8 @@ def csv_raw(value: bool = False) -> bool:
 
 def exports_keep() -> int:
     """How many run folders an export keeps under the reports root: config ``[exports]
-    keep`` (env ``EXPORTS__KEEP``), else 30; a whole number above 0 (checked with every
-    setting, see :func:`settings`)."""
+    keep`` (env ``EXPORTS__KEEP``), else :data:`DEFAULT_EXPORTS_KEEP`; a whole number
+    above 0 (checked with every setting, see :func:`settings`)."""
     return settings().exports.keep
 
 
@@ -361,7 +373,8 @@ def configured_namespaces() -> list[str]:
 
 
 def schedule_settings(cron: str | None = None, timezone: str | None = None) -> tuple[str, str]:
-    """(cron, timezone): the arguments, else config `schedule.*`, else ``0 6 * * *`` UTC."""
+    """(cron, timezone): the arguments, else config `schedule.*`, else :data:`DEFAULT_CRON`
+    in :data:`DEFAULT_TIMEZONE`."""
     schedule = settings().schedule
     return str(cron or schedule.cron), str(timezone or schedule.timezone)
 
@@ -393,7 +406,7 @@ def notification_kinds(value: list[str] | str | None = None) -> list[str] | None
 
 def evidence_enabled(value: bool | None = None) -> bool:
     """Whether syncs keep their evidence: `value`, else config ``evidence.enabled``, else
-    True."""
+    :data:`DEFAULT_EVIDENCE_ENABLED`."""
     return bool(value) if value is not None else settings().evidence.enabled
 
 

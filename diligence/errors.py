@@ -14,6 +14,10 @@ may the same step succeed if retried?); the module in brackets raises it::
     │                               cause is permanent (see flows.retry.is_transient)
     ├── NamespaceSyncError          a namespace could not be read completely (its previous
     │                               data is kept); carries its `NamespaceOutcome`; transient
+    ├── NamespacesNotLoadedError    namespaces of a flow's sync that another attempt may load:
+    │                               Prefect retries the task, which reads only those
+    │                               (flows.company_connections_sync); carries their
+    │                               outcomes; transient
     ├── WarehouseBusyError          another writer holds the warehouse (the writer lock or
     │                               an open DuckDB session); transient
     ├── WarehouseNotReadyError      no warehouse yet, or no models yet: the message names the
@@ -34,7 +38,8 @@ may the same step succeed if retried?); the module in brackets raises it::
     ├── CommandError                a command line that cannot work, with its exit code
     │                               (diligence.cli)
     └── FlowError                   the Prefect flow's own errors (flows.errors)
-        └── RunFailedError          a namespace was not loaded or a check failed
+        └── RunFailedError          a namespace was not loaded or a check failed: what the
+                                    result of a Failed flow run raises
 
 The service client has a root of its own, because ``pipelines/`` imports nothing of
 ours: ``SourceError`` (``pipelines.company_connections.errors``: ``ConfigurationError``,
@@ -57,6 +62,8 @@ from typing import Any
 
 from pipelines.secrets import SECRET_KEYS, redact
 
+from .words import counted
+
 __all__ = [
     "SECRET_KEYS",
     "CheckError",
@@ -68,6 +75,7 @@ __all__ = [
     "FlowError",
     "KindError",
     "ModelError",
+    "NamespacesNotLoadedError",
     "ReportError",
     "RunFailedError",
     "ScheduleError",
@@ -265,6 +273,23 @@ class NamespaceSyncError(DiligenceError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.outcome,))
+
+
+class NamespacesNotLoadedError(DiligenceError):
+    """Namespaces a sync did not load, for a reason another attempt may fix (their previous
+    data is kept); `outcomes` are their `NamespaceOutcome`s."""
+
+    transient = True
+
+    def __init__(self, outcomes: list[Any]) -> None:
+        super().__init__(
+            f"{counted(len(outcomes), 'namespace')} not loaded, to be read again (previous data kept): "
+            + ", ".join(f"{o.namespace_company_id} ({o.error})" for o in outcomes)
+        )
+        self.outcomes = outcomes
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.outcomes,))
 
 
 def raised_on_purpose(exc: BaseException) -> bool:

@@ -14,10 +14,19 @@ flow calls the same steps one by one as tasks (it needs their states and retries
 One :class:`~diligence.warehouse.Warehouse` owns the file for the whole pipeline: the
 writer lock is taken once and every step reuses it.
 
-A sync that loaded nothing (every namespace failed, or none to sync) builds, exports
-and publishes nothing: the warehouse and the analysts' copy stay as they were, and
-:attr:`PipelineResult.nothing_loaded` says so. A sync that could not run at all is
-recorded for ``diligence status`` (:mod:`diligence.attempts`) before its error goes up.
+The rules between the steps are made here once, for the CLI and both flows:
+
+* :func:`nothing_loaded`: a sync that loaded nothing (every namespace failed, or none to
+  sync) builds, exports, reports and publishes nothing; the warehouse and the analysts'
+  copy stay as they were.
+* :func:`failure_message`: the one wording of what failed (each namespace not loaded,
+  with why, and each failing check): the CLI's error line, the flows' Failed state.
+
+A sync that could not run at all is recorded for ``diligence status``
+(:mod:`diligence.attempts`) before its error goes up. The flows reach the library
+through this module (and :mod:`diligence.readouts`): the warehouse (:func:`open_warehouse`),
+the source's settings, the export formats, the outcome of a namespace that failed
+before its sync could record one.
 """
 
 from __future__ import annotations
@@ -35,18 +44,36 @@ from .config import DEFAULT_REPORTS_DIR, analytics_timezone, exports_keep
 from .config import csv_raw as configured_csv_raw
 from .config import expiring_within_days as configured_expiry
 from .errors import SyncError, WarehouseNotReadyError
-from .warehouse import DEFAULT_WAREHOUSE, Warehouse
+from .warehouse import DEFAULT_WAREHOUSE, Warehouse, open_warehouse
+from .words import counted
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # also the types the flows annotate with: they import them from here
     from pipelines.company_connections import SourceSettings
 
     from .analytics import AnalyticsResult
+    from .analytics.checks import CheckResult
     from .documents import DownloadSummary
     from .report.export import ExportedFile, ExportResult, Format
     from .report.page import ReportResult
     from .sync import NamespaceOutcome, SyncResult
 
-__all__ = ["PipelineResult", "run_pipeline", "sync_step", "analytics_step", "export_step", "report_step"]
+__all__ = [
+    "PipelineResult",
+    "Warehouse",
+    "analytics_step",
+    "check_export_formats",
+    "export_step",
+    "failed_outcome",
+    "failure_message",
+    "known_export_formats",
+    "nothing_loaded",
+    "open_warehouse",
+    "report_step",
+    "run_pipeline",
+    "source_settings",
+    "sync_step",
+    "warm_up",
+]
 
 
 @dataclass
@@ -65,8 +92,89 @@ class PipelineResult:
 
     @property
     def nothing_loaded(self) -> bool:
-        """True when the sync ran and loaded no namespace (so nothing else ran)."""
-        return self.sync is not None and not any(o.status == "success" for o in self.sync.namespaces)
+        """True when the sync ran and loaded no namespace (so nothing else ran, see
+        :func:`nothing_loaded`)."""
+        return self.sync is not None and nothing_loaded(self.sync.namespaces)
+
+    @property
+    def failure(self) -> str:
+        """What failed, worded by :func:`failure_message` ("" when nothing did)."""
+        return failure_message(self.sync.namespaces if self.sync is not None else (),
+                               self.analytics.checks if self.analytics is not None else ())
+
+
+# -- the rules between the steps -------------------------------------------------------
+def nothing_loaded(outcomes: Sequence[NamespaceOutcome]) -> bool:
+    """True when a sync with these namespace outcomes loaded none (every one failed, or
+    there was none to sync): then nothing after the sync runs, neither models nor
+    exports nor the report, and nothing is published."""
+    return not any(o.status == "success" for o in outcomes)
+
+
+def failure_message(outcomes: Sequence[NamespaceOutcome], checks: Sequence[CheckResult] = ()) -> str:
+    """The one wording of what failed in a run, for the CLI's error line and the flows'
+    Failed state: each namespace not loaded, with why (led by "nothing loaded, nothing
+    built or published" when none was), then each failing data check; "" when nothing
+    failed."""
+    failed = [o for o in outcomes if o.status != "success"]
+    failing = [c for c in checks if not c.passed]
+    problems = []
+    if failed:
+        lead = "nothing loaded, nothing built or published: " if nothing_loaded(outcomes) else ""
+        problems.append(
+            f"{lead}{len(failed)} of {counted(len(outcomes), 'namespace')} not loaded (previous data kept): "
+            + ", ".join(f"{o.namespace_company_id} ({o.error})" for o in failed)
+        )
+    if failing:
+        from .analytics.checks import (
+            format_failures,  # start-up (the models 0.19 s of imports): loaded when a check failed
+        )
+
+        problems.append(format_failures(failing))
+    return "; ".join(problems)
+
+
+# -- what the flows need of the library, besides the steps ----------------------------
+def source_settings(**overrides: Any) -> SourceSettings:
+    """The source's settings: `overrides` that are not None, then dlt config (see
+    :func:`diligence.sync.source_settings`)."""
+    from .sync import source_settings as resolve  # start-up (dlt 0.9 s of imports): see sync_step
+
+    return resolve(**overrides)
+
+
+def warm_up() -> None:
+    """Import dbt and parse the project in the background (:func:`diligence.analytics.warm_up`),
+    while a sync waits on the service: the models step after it then starts at once."""
+    from .analytics import (
+        warm_up as start,  # start-up (dbt 2.1 s of imports): dbt loads for a model build only
+    )
+
+    start()
+
+
+def known_export_formats() -> list[str]:
+    """Every export format (:class:`~diligence.report.export.Format`), as its name."""
+    from .report.export import Format  # start-up: see export_step
+
+    return [fmt.value for fmt in Format]
+
+
+def check_export_formats(formats: Sequence[str]) -> None:
+    """Reject an unknown export format (ValueError naming it) before anything runs."""
+    known = known_export_formats()
+    unknown = sorted(set(formats) - set(known))
+    if unknown:
+        raise ValueError(f"unknown export format(s) {', '.join(unknown)}; expected {' or '.join(known)}")
+
+
+def failed_outcome(namespace: str, error: str) -> NamespaceOutcome:
+    """The outcome of a namespace whose sync failed before it could record one (the sync
+    could not run at all, or its run ended first): nothing read, nothing loaded."""
+    from .sync import NamespaceOutcome  # start-up: see sync_step
+
+    return NamespaceOutcome(namespace_company_id=namespace, status="failed", requests=0, rows=0,
+                            issues=0, duration_seconds=0.0, error=error)
 
 
 def sync_step(
@@ -265,10 +373,6 @@ def run_pipeline(
         result.waited_seconds = _waited(asked, wait_seconds)
         if settings is not None:
             if models:
-                from .analytics import (
-                    warm_up,  # start-up (dbt 2.1 s of imports): dbt loads for a model build only
-                )
-
                 warm_up()  # dbt's imports and parse, while the sync waits on the service
             result.sync = sync_step(
                 owner,

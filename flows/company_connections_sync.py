@@ -1,30 +1,34 @@
 """Prefect flow `company-connections-sync`: sync, rebuild analytics, export, publish.
 
 Each task calls one step of :mod:`diligence.steps`, the same steps as the `diligence`
-CLI, in the same order: ``sync_step`` -> ``analytics_step`` (models, data checks, the
-analysts' published copy) -> ``export_step``.
+CLI, in the same order and under the same rules: ``sync_step`` -> ``analytics_step``
+(models, data checks, the analysts' published copy) -> ``export_step`` -> ``report_step``.
 
 All namespaces are synced in ONE task run (``sync-namespaces``): one client, one login,
 one concurrency limit, every namespace read side by side and each one committed the
 moment it is complete. Each namespace's outcome is logged as it commits and reported
-in the run's artifacts. A namespace that failed is read again, alone with the other
-failed ones, by a further task run (``retry-failed-namespaces-<n>``) after a delay,
-up to :data:`NAMESPACE_RETRY_DELAYS`; namespaces already loaded are not read again. A
-namespace user-info does not list is never retried. A sync that cannot run at all
-(service unreachable) is retried by Prefect when the error is transient. After the
-sync, analytics and reports are rebuilt from what is in the warehouse, the artifacts
-are published, and the run ends Failed, naming each namespace not loaded and each
-failing check.
+in the run's artifacts. When a namespace failed for a reason another attempt may fix,
+the task fails and Prefect retries it after each delay of
+:data:`NAMESPACE_RETRY_DELAYS`; a retry reads only the namespaces not loaded yet
+(:class:`SyncAttempts` keeps each one's outcome across the attempts), never those
+already loaded nor one that user-info does not list. A sync that cannot run at all
+(service unreachable) is retried the same way when the error is transient.
+
+A sync that loaded no namespace builds, exports and reports nothing
+(:func:`diligence.steps.nothing_loaded`, as for the CLI): the summary is published and
+the run ends Failed, naming each namespace. Otherwise analytics and reports are rebuilt
+from what is in the warehouse, the artifacts are published, and the run ends Failed
+when a namespace was not loaded or a check failed, naming each
+(:func:`diligence.steps.failure_message`, the CLI's words).
 
 Credentials are never parameters: see :mod:`flows.service`.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from prefect import flow, get_run_logger, task
@@ -33,30 +37,41 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
 from prefect.states import Failed
 
-from diligence.analytics import AnalyticsResult, warm_up
-from diligence.analytics.checks import CheckResult, format_failures
-from diligence.config import DEFAULT_REPORTS_DIR
-from diligence.evidence.chain import evidence_summary
-from diligence.report.export import ExportResult, Format
-from diligence.steps import analytics_step, export_step, report_step, sync_step
-from diligence.sync import NamespaceOutcome
-from diligence.warehouse import open_warehouse
+from diligence.config import DEFAULT_LOCK_WAIT_SECONDS, DEFAULT_REPORTS_DIR
+from diligence.readouts import evidence_of
+from diligence.steps import (
+    analytics_step,
+    check_export_formats,
+    export_step,
+    failed_outcome,
+    failure_message,
+    known_export_formats,
+    nothing_loaded,
+    open_warehouse,
+    report_step,
+    sync_step,
+    warm_up,
+)
 from pipelines.company_connections import plan_namespaces
 
 from .budget import account_budget
-from .errors import NamespaceSyncError, RunFailedError
+from .errors import NamespacesNotLoadedError, RunFailedError
 from .notify import notify_changes
-from .report import expiring_documents, summary_markdown
+from .report import expiring_documents_table, summary_markdown
 from .retry import failure_of, first_attempt, retry_if_transient
 from .service import configured_namespaces, flow_settings, mask, user_companies
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from diligence.steps import AnalyticsResult, CheckResult, ExportResult, NamespaceOutcome
 
 FLOW_NAME = "company-connections-sync"
 SUMMARY_ARTIFACT_KEY = "company-connections-sync-summary"
 DOCUMENTS_ARTIFACT_KEY = "documents-expired-or-expiring"
 DBT_BUILD_ARTIFACT_KEY = "dbt-build"
-#: Seconds a step waits for another writer of the warehouse (a CLI sync, an open session).
-LOCK_WAIT_SECONDS = 120.0
-#: Seconds before each further attempt at the namespaces that failed.
+#: Seconds before each further attempt at the namespaces not loaded (Prefect's retries of
+#: ``sync-namespaces``).
 NAMESPACE_RETRY_DELAYS: tuple[float, ...] = (30.0, 120.0)
 
 
@@ -76,6 +91,42 @@ class RunSummary:
     row_counts: dict[str, int]
     reports: list[Path] = field(default_factory=list)
     published: Path | None = None
+
+
+@dataclass
+class SyncAttempts:
+    """The namespaces of one run's sync and what its attempts did with each: Prefect calls
+    a task again with the same arguments, so every attempt of ``sync-namespaces`` sees this
+    same object, and reads only what is still :meth:`pending` in it."""
+
+    plan: NamespacePlan
+    #: namespace -> the outcome of its latest attempt
+    outcomes: dict[str, NamespaceOutcome] = field(default_factory=dict)
+    #: the namespaces a sync that ran was given (one an interrupted sync had committed
+    #: is not read again, so it has no outcome)
+    synced: set[str] = field(default_factory=set)
+
+    def pending(self) -> list[str]:
+        """The namespaces the next attempt reads: those that failed for a reason another
+        attempt may fix, and those of no outcome that no sync ran for (the attempt that
+        should have read them could not run, or ended first)."""
+        pending = []
+        for ns in self.plan.namespaces:
+            outcome = self.outcomes.get(ns)
+            if outcome is None and ns not in self.synced or (
+                outcome is not None and outcome.status != "success" and outcome.retryable
+            ):
+                pending.append(ns)
+        return pending
+
+    def final(self, state: State[Any]) -> list[NamespaceOutcome]:
+        """Each namespace's outcome once the task run (in `state`) is over: its latest
+        attempt's, else, when no sync ran for it, the failure that stopped the task."""
+        return [
+            self.outcomes[ns] if ns in self.outcomes else failed_outcome(ns, failure_text(state))
+            for ns in self.plan.namespaces
+            if ns in self.outcomes or ns not in self.synced
+        ]
 
 
 # -- tasks -----------------------------------------------------------------------------
@@ -112,33 +163,50 @@ def resolve_namespaces(
 
 @task(
     name="sync-namespaces",
-    retries=2,
-    retry_delay_seconds=[30, 120],
+    retries=len(NAMESPACE_RETRY_DELAYS),
+    retry_delay_seconds=list(NAMESPACE_RETRY_DELAYS),
     retry_condition_fn=retry_if_transient,
     cache_policy=NO_CACHE,
 )
 def sync_namespaces(
-    namespaces: list[str], available: list[str], warehouse: str | None, base_url: str | None,
-    restart: bool = False,
+    attempts: SyncAttempts, warehouse: str | None, base_url: str | None, restart: bool = False
 ) -> list[NamespaceOutcome]:
-    """Sync `namespaces` side by side into `raw`, each committed as soon as it is read.
+    """Sync the namespaces still pending in `attempts` side by side into `raw`, each
+    committed as soon as it is read, and record each one's outcome in `attempts` (its
+    previous data is kept when it failed; its outcome is also in `raw.sync_runs`, as with
+    the CLI).
 
-    What an interrupted sync left (its unsealed manifest) is resumed, unless `restart`; so is
-    what an earlier attempt of this task left, since a retry never restarts.
+    What an interrupted sync left (its unsealed manifest) is resumed, unless `restart` (on
+    the first attempt only); so is what an earlier attempt of this task left.
 
-    Returns every namespace's outcome (its previous data is kept when it failed); its
-    outcome is also in `raw.sync_runs`, as with the CLI. Raises only when the sync
-    cannot run at all (credentials, service unreachable, a failed load).
+    Returns every namespace's outcome. Raises :class:`NamespacesNotLoadedError` (transient:
+    Prefect tries again, and the next attempt reads only those) when a namespace failed
+    for a reason another attempt may fix, and the sync's own error when it cannot run at
+    all (credentials, service unreachable, a failed load).
     """
     logger = get_run_logger()
+    pending = attempts.pending()
+    if not first_attempt():
+        logger.info("reading again the namespaces not loaded: %s", ", ".join(pending))
     owner = open_warehouse(warehouse)
     known = set(owner.synced_namespaces())
 
-    def report(outcome: NamespaceOutcome) -> None:
+    def record(outcome: NamespaceOutcome) -> None:
+        """Keep the outcome of a namespace in `attempts` as it commits, and log it."""
+        namespace = outcome.namespace_company_id
+        if outcome.status != "success" and namespace not in attempts.plan.available:
+            outcome.retryable = False  # not the user's: another attempt cannot help
+            if namespace in known:
+                outcome.error = (
+                    f"namespace {namespace} was synced before but user-info no longer lists it "
+                    "(access lost?); its data is kept as last synced. To stop syncing it, set "
+                    "`namespaces` in the config or the flow parameter"
+                )
+        attempts.outcomes[namespace] = outcome
         if outcome.status == "success":
             logger.info(
                 "namespace %s loaded: %d requests, %d rows, %d sync issues, %.1f s%s",
-                outcome.namespace_company_id,
+                namespace,
                 outcome.requests,
                 outcome.rows,
                 outcome.issues,
@@ -147,33 +215,23 @@ def sync_namespaces(
             )
         else:
             logger.warning(  # one plain line in the Prefect UI, whatever the error's text
-                "namespace %s not loaded, previous data kept: %s",
-                outcome.namespace_company_id,
-                " ".join(str(outcome.error).split()),
+                "namespace %s not loaded, previous data kept: %s", namespace, " ".join(str(outcome.error).split())
             )
 
     warm_up()  # dbt's imports and parse for the models task, while the sync waits on the service
-    result = sync_step(
+    sync_step(
         owner,
-        flow_settings(base_url, namespaces),
-        wait_seconds=LOCK_WAIT_SECONDS,
+        flow_settings(base_url, pending),
+        wait_seconds=DEFAULT_LOCK_WAIT_SECONDS,
         budget=account_budget,
-        on_namespace=report,
+        on_namespace=record,
         restart=restart and first_attempt(),
     )
-    outcomes = {o.namespace_company_id: o for o in result.namespaces}
-    for namespace in namespaces:
-        outcome = outcomes.get(namespace)
-        if outcome is None or outcome.status == "success" or namespace in available:
-            continue
-        outcome.retryable = False
-        if namespace in known:
-            outcome.error = (
-                f"namespace {namespace} was synced before but user-info no longer lists it "
-                "(access lost?); its data is kept as last synced. To stop syncing it, set "
-                "`namespaces` in the config or the flow parameter"
-            )
-    return [outcomes[ns] for ns in namespaces if ns in outcomes]
+    attempts.synced.update(pending)
+    again = [attempts.outcomes[ns] for ns in attempts.pending()]
+    if again:
+        raise NamespacesNotLoadedError(again)
+    return [attempts.outcomes[ns] for ns in attempts.plan.namespaces if ns in attempts.outcomes]
 
 
 @task(
@@ -193,7 +251,7 @@ def rebuild_analytics_schema(
     result = analytics_step(
         open_warehouse(warehouse),
         expiring_within_days=expiring_within_days,
-        wait_seconds=LOCK_WAIT_SECONDS,
+        wait_seconds=DEFAULT_LOCK_WAIT_SECONDS,
         full_refresh=full_refresh,
     )
     logger.info(
@@ -225,7 +283,7 @@ def rebuild_analytics_schema(
 def export_run_reports(warehouse: str | None, reports_dir: str, export_formats: list[str]) -> ExportResult:
     """Write every report in every format into a new run folder under `reports_dir`
     (``<date>T<time>Z-<sync id>``; ``latest`` names it; see
-    :mod:`diligence.report.folders`)."""
+    :func:`diligence.steps.export_step`)."""
     exported = export_step(open_warehouse(warehouse), None, export_formats, reports_root=Path(reports_dir))
     get_run_logger().info("wrote %d report files into %s", len(exported.files), exported.folder)
     return exported
@@ -242,19 +300,20 @@ def write_run_report(warehouse: str | None, folder: Path) -> Path:
 @task(name="publish-summary", cache_policy=NO_CACHE)
 def publish_run_summary(
     outcomes: list[NamespaceOutcome],
-    analytics: AnalyticsResult,
-    exported: ExportResult,
+    analytics: AnalyticsResult | None = None,
+    exported: ExportResult | None = None,
     report: Path | None = None,
     evidence: dict[str, Any] | None = None,
 ) -> UUID:
     """Markdown artifact: per namespace requests, rows, sync issues, duration, status; the
-    evidence chain's head."""
+    models, checks and reports (None: not built, the sync loaded nothing); the evidence
+    chain's head."""
     markdown = summary_markdown(
         outcomes,
-        row_counts=analytics.models.row_counts,
-        checks=analytics.checks,
-        exported=exported.files,
-        published=analytics.published,
+        row_counts=dict(analytics.models.row_counts) if analytics is not None else None,
+        checks=analytics.checks if analytics is not None else (),
+        exported=exported.files if exported is not None else (),
+        published=analytics.published if analytics is not None else None,
         report=report,
         evidence=evidence,
     )
@@ -293,8 +352,7 @@ def publish_dbt_build(analytics: AnalyticsResult) -> UUID:
 @task(name="publish-document-expiry", cache_policy=NO_CACHE)
 def publish_document_expiry(warehouse: str | None, expiring_within_days: int) -> UUID:
     """Table artifact of the documents expired or expiring (from analytics.document_expiry)."""
-    with open_warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
-        rows, total = expiring_documents(con)
+    rows, total = expiring_documents_table(open_warehouse(warehouse))
     shown = f"the {len(rows)} most urgent of " if len(rows) < total else ""
     return create_table_artifact(
         table=rows,
@@ -307,83 +365,23 @@ def publish_document_expiry(warehouse: str | None, expiring_within_days: int) ->
 
 
 # -- helpers of the flow ---------------------------------------------------------------
-def check_export_formats(export_formats: list[str]) -> None:
-    """Reject an unknown format before anything runs (the parameter is a plain list of
-    :class:`~diligence.report.export.Format` values)."""
-    unknown = sorted(set(export_formats) - {known.value for known in Format})
-    if unknown:
-        raise ValueError(
-            f"unknown export format(s) {', '.join(unknown)}; expected {' or '.join(Format)}"
-        )
-
-
-def namespace_outcome(namespace: str, state: State[Any]) -> NamespaceOutcome:
-    """The outcome of a namespace from a failed task state (e.g. the sync could not run)."""
-    if state.is_completed():
-        result = state.result()
-        if isinstance(result, list):
-            return next(o for o in result if o.namespace_company_id == namespace)
-        return result
+def failure_text(state: State[Any]) -> str:
+    """Why a task run ended in `state`: its error's one line, else the state's message."""
     error = failure_of(state)
-    if isinstance(error, NamespaceSyncError):
-        return error.outcome
-    return NamespaceOutcome(
-        namespace_company_id=namespace,
-        status="failed",
-        requests=0,
-        rows=0,
-        issues=0,
-        duration_seconds=0.0,
-        error=str(error) if error is not None else (state.message or state.name),
-    )
+    return str(error) if error is not None else (state.message or state.name)
 
 
-def sync_with_retries(plan: NamespacePlan, warehouse: str | None, base_url: str | None,
-                      restart: bool = False) -> list[NamespaceOutcome]:
-    """Sync every namespace of `plan` in one task run, then read only the failed ones again
-    (resuming from what the failed attempt fetched; `restart` applies to the first only).
-
-    Namespaces that failed for a reason another attempt may fix are read again (alone
-    with the other failed ones) after each delay of :data:`NAMESPACE_RETRY_DELAYS`.
-    """
-    outcomes: dict[str, NamespaceOutcome] = {}
-    pending = list(plan.namespaces)
-    for attempt in range(len(NAMESPACE_RETRY_DELAYS) + 1):
-        if attempt:
-            time.sleep(NAMESPACE_RETRY_DELAYS[attempt - 1])
-            step = sync_namespaces.with_options(task_run_name=f"retry-failed-namespaces-{attempt}")
-        else:
-            step = sync_namespaces
-        state = step(pending, plan.available, warehouse, base_url, restart and not attempt,
-                     return_state=True)
-        if not state.is_completed():
-            for namespace in pending:
-                outcomes[namespace] = namespace_outcome(namespace, state)
-            break
-        for outcome in state.result():
-            outcomes[outcome.namespace_company_id] = outcome
-        pending = [
-            o.namespace_company_id for o in outcomes.values() if o.status != "success" and o.retryable
-        ]
-        if not pending:
-            break
-    return [outcomes[ns] for ns in plan.namespaces if ns in outcomes]
-
-
-def raise_for_failures(outcomes: list[NamespaceOutcome], checks: list[CheckResult]) -> None:
-    """Raise :class:`RunFailedError` naming every namespace not loaded and failing check."""
-    failed = [o for o in outcomes if o.status != "success"]
-    failing = [c for c in checks if c.failing_rows]
-    problems = []
-    if failed:
-        problems.append(
-            f"{len(failed)} of {len(outcomes)} namespaces not loaded (previous data kept): "
-            + ", ".join(f"{o.namespace_company_id} ({o.error})" for o in failed)
-        )
-    if failing:
-        problems.append(format_failures(failing))
-    if problems:
-        raise RunFailedError(mask("; ".join(problems)))
+def failed_run(outcomes: Sequence[NamespaceOutcome], checks: Sequence[CheckResult] = ()) -> State[Any] | None:
+    """The Failed state a run ends in when a namespace was not loaded or a check failed:
+    :func:`~diligence.steps.failure_message` (the CLI's words), masked and logged as one
+    plain line, no traceback nor class name in the UI; its result raises
+    :class:`RunFailedError`. None when nothing failed."""
+    message = failure_message(outcomes, checks)
+    if not message:
+        return None
+    failure = RunFailedError(mask(message))
+    get_run_logger().error("%s", failure)
+    return Failed(message=str(failure), data=failure)
 
 
 # -- the flow --------------------------------------------------------------------------
@@ -391,7 +389,7 @@ def raise_for_failures(outcomes: list[NamespaceOutcome], checks: list[CheckResul
 def company_connections_sync(
     namespaces: list[str] | None = None,
     expiring_within_days: int | None = None,
-    export_formats: list[str] = [fmt.value for fmt in Format],  # noqa: B006 - Prefect parameter default
+    export_formats: list[str] = known_export_formats(),  # noqa: B008 - Prefect parameter default
     reports_dir: str = str(DEFAULT_REPORTS_DIR),
     warehouse: str | None = None,
     base_url: str | None = None,
@@ -401,7 +399,9 @@ def company_connections_sync(
     """Sync the company-connections service into the DuckDB warehouse, rebuild the
     `analytics` schema (models, data checks, the analysts' published copy), export the
     reports into a new folder under `<reports_dir>/` (``<date>T<time>Z-<sync id>``, named
-    by `<reports_dir>/latest`) and publish a summary and the expiring documents.
+    by `<reports_dir>/latest`) and publish a summary and the expiring documents. A sync
+    that loaded no namespace builds, exports and reports nothing: the run publishes its
+    summary and ends Failed, naming each namespace.
 
     Args:
         namespaces: company IDs to sync; default dlt config `namespaces`, else every
@@ -409,8 +409,8 @@ def company_connections_sync(
         expiring_within_days: documents expiring within this many days are `expiring`;
             None: as configured, resolved by the build
             (:func:`diligence.config.expiring_within_days`).
-        export_formats: report formats to write (:class:`~diligence.report.export.Format`:
-            `csv`, `parquet`; default both).
+        export_formats: report formats to write (`csv`, `parquet`; default every format
+            of :func:`diligence.steps.known_export_formats`).
         reports_dir: folder that receives one sub-folder per run and `latest`; config
             `[exports] keep` says how many are kept (default 30).
         warehouse: the DuckDB file (or a DuckLake URI); default config `[warehouse]
@@ -424,22 +424,21 @@ def company_connections_sync(
     """
     check_export_formats(export_formats)
     plan = resolve_namespaces(namespaces, base_url, warehouse)
-    outcomes = sync_with_retries(plan, warehouse, base_url, restart and first_attempt())
+    attempts = SyncAttempts(plan)
+    synced = sync_namespaces(attempts, warehouse, base_url, restart and first_attempt(), return_state=True)
+    outcomes = attempts.final(synced)
+    if nothing_loaded(outcomes):
+        publish_run_summary(outcomes, evidence=evidence_of(open_warehouse(warehouse)))
+        notify_changes(warehouse, outcomes, return_state=True)
+        return failed_run(outcomes) or RunSummary(namespaces=outcomes, row_counts={})  # type: ignore[return-value]
     analytics = rebuild_analytics_schema(warehouse, expiring_within_days, full_refresh)
-    days = analytics.models.expiring_within_days  # as resolved by the build
     exported = export_run_reports(warehouse, reports_dir, export_formats)
     report = write_run_report(warehouse, exported.folder)
-    publish_run_summary(outcomes, analytics, exported, report, evidence_summary(open_warehouse(warehouse)))
+    publish_run_summary(outcomes, analytics, exported, report, evidence_of(open_warehouse(warehouse)))
     publish_dbt_build(analytics)
-    publish_document_expiry(warehouse, days)
+    publish_document_expiry(warehouse, analytics.models.expiring_within_days)  # as resolved by the build
     notify_changes(warehouse, outcomes, return_state=True)
-    try:
-        raise_for_failures(outcomes, analytics.checks)
-    except RunFailedError as exc:
-        # The run ends Failed with the plain message: no traceback, no class name in the UI.
-        get_run_logger().error("%s", exc)
-        return Failed(message=str(exc))  # type: ignore[return-value]
-    return RunSummary(
+    return failed_run(outcomes, analytics.checks) or RunSummary(  # type: ignore[return-value]
         namespaces=outcomes,
         row_counts=dict(analytics.models.row_counts),
         reports=[exported.folder],

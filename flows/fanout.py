@@ -7,53 +7,65 @@
       prepare the lake once (catalog, `raw` schema) so writers never race to create it
       run_deployment(company-connections-namespace/company-connections-namespace) x N
         -> each: `sync_step` of ONE namespace, on whichever process worker picks it up
-      wait for all of them
+      wait for all of them (Prefect's wait_for_flow_run: the server's events)
       models, checks, exports, HTML report, summary: once (the single writer of analytics)
 
 Each namespace's run writes the lake through its own dlt pipeline (own name, pipelines
-dir and staging dataset, see :mod:`diligence.warehouse.lake_pipeline`), so runs on many workers at once
-lose and duplicate nothing; transient DuckLake commit conflicts are retried. For the
-DuckDB file warehouse (one writer), the single-process flow
-:mod:`flows.company_connections_sync` stays the default deployment.
+dir and staging dataset), so runs on many workers at once lose and duplicate nothing;
+transient DuckLake commit conflicts are retried. The rules between the steps are those
+of the CLI and the one-process flow (:mod:`diligence.steps`): when no namespace was
+loaded, nothing is built, exported or reported, the summary is published and the run
+ends Failed naming each namespace. For the DuckDB file warehouse (one writer), the
+single-process flow :mod:`flows.company_connections_sync` stays the default deployment.
 """
 
 from __future__ import annotations
 
-import time
+import asyncio
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import flow, get_client, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.deployments import run_deployment
+from prefect.flow_runs import wait_for_flow_run
+from prefect.utilities.asyncutils import run_coro_as_sync
 
-from diligence.config import DEFAULT_REPORTS_DIR
+from diligence.config import DEFAULT_LOCK_WAIT_SECONDS, DEFAULT_REPORTS_DIR
 from diligence.errors import NamespaceSyncError
-from diligence.report.export import Format
-from diligence.steps import analytics_step, export_step, report_step, sync_step
-from diligence.sync import NamespaceOutcome
-from diligence.warehouse import Warehouse, open_warehouse
+from diligence.readouts import evidence_of, recorded_outcomes
+from diligence.steps import (
+    analytics_step,
+    check_export_formats,
+    export_step,
+    failed_outcome,
+    known_export_formats,
+    nothing_loaded,
+    open_warehouse,
+    report_step,
+    sync_step,
+)
 from pipelines.company_connections import plan_namespaces
 
 from .budget import account_budget
-from .company_connections_sync import (
-    LOCK_WAIT_SECONDS,
-    check_export_formats,
-    publish_dbt_build,
-    publish_run_summary,
-    raise_for_failures,
-)
+from .company_connections_sync import failed_run, publish_dbt_build, publish_run_summary
 from .retry import first_attempt
 from .service import configured_namespaces, flow_settings, user_companies
+
+if TYPE_CHECKING:
+    from uuid import UUID
+
+    from prefect.client.schemas.objects import FlowRun, State
+
+    from diligence.steps import NamespaceOutcome, Warehouse
 
 FANOUT_FLOW_NAME = "company-connections-fanout"
 NAMESPACE_FLOW_NAME = "company-connections-namespace"
 #: ``<flow name>/<deployment name>`` of the per-namespace deployment in prefect.yaml
 NAMESPACE_DEPLOYMENT = f"{NAMESPACE_FLOW_NAME}/{NAMESPACE_FLOW_NAME}"
 #: Seconds the parent waits for all namespace runs.
-WAIT_SECONDS = 6 * 3600.0
-POLL_SECONDS = 2.0
+WAIT_SECONDS = 6 * 3600
 
 
 def owner_of(warehouse: str | None, data_path: str | None, pipelines_dir: str | None) -> Warehouse:
@@ -83,7 +95,7 @@ def sync_one_namespace(
     result = sync_step(
         owner_of(warehouse, data_path, pipelines_dir),
         flow_settings(base_url, [namespace]),
-        wait_seconds=LOCK_WAIT_SECONDS,
+        wait_seconds=DEFAULT_LOCK_WAIT_SECONDS,
         budget=account_budget,
         restart=restart and first_attempt(),
     )
@@ -103,14 +115,15 @@ def sync_one_namespace(
 @task(name="prepare-warehouse", retries=2, retry_delay_seconds=10, cache_policy=NO_CACHE)
 def prepare_warehouse(warehouse: str | None, data_path: str | None, pipelines_dir: str | None) -> None:
     """Check the location and create the lake's catalog and `raw` once, before the writers."""
-    with owner_of(warehouse, data_path, pipelines_dir).writing(wait_seconds=LOCK_WAIT_SECONDS):
+    with owner_of(warehouse, data_path, pipelines_dir).writing(wait_seconds=DEFAULT_LOCK_WAIT_SECONDS):
         pass
 
 
 def fan_out(
     namespaces: list[str], parameters: dict[str, Any], deployment: str
-) -> dict[str, Any]:
-    """Start one run of `deployment` per namespace, wait for all; their final states."""
+) -> dict[str, State[Any]]:
+    """Start one run of `deployment` per namespace, all at once, and wait for all of them
+    (at most :data:`WAIT_SECONDS`); their final states."""
     runs = {
         ns: run_deployment(
             deployment,
@@ -120,50 +133,27 @@ def fan_out(
         )
         for ns in namespaces
     }
-    deadline = time.monotonic() + WAIT_SECONDS
-    states: dict[str, Any] = {}
-    with get_client(sync_client=True) as client:
-        while len(states) < len(runs):
-            for ns, run in runs.items():
-                if ns not in states:
-                    state = client.read_flow_run(run.id).state
-                    if state is not None and state.is_final():
-                        states[ns] = state
-            if len(states) < len(runs):
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"namespace runs still running after {WAIT_SECONDS} s")
-                time.sleep(POLL_SECONDS)
-    return states
+    finished = run_coro_as_sync(_finished_runs([run.id for run in runs.values()]))
+    return {ns: run.state for ns, run in zip(runs, finished or [], strict=True)}
 
 
-def outcomes_of(owner: Warehouse, states: dict[str, Any], since: Any) -> list[NamespaceOutcome]:
-    """Each namespace's outcome: its row of `raw.sync_runs` written by this fan-out, or
-    (when its run failed before recording one) the run's final state."""
-    with owner.session(read_only=True, memory_limit=None) as con:
-        rows = {
-            row[0]: row
-            for row in con.execute(
-                "select namespace_company_id, arg_max(status, finished_at), "
-                "arg_max(requests, finished_at), arg_max(rows_loaded, finished_at), "
-                "arg_max(issues, finished_at), arg_max(error, finished_at), "
-                "arg_max(epoch(finished_at) - epoch(started_at), finished_at) "
-                "from raw.sync_runs where started_at >= ? group by 1",
-                [since],
-            ).fetchall()
-        }
-    outcomes = []
-    for ns, state in states.items():
-        row = rows.get(ns)
-        if row is not None and state.is_completed():
-            outcomes.append(NamespaceOutcome(
-                namespace_company_id=ns, status=row[1], requests=int(row[2] or 0),
-                rows=int(row[3] or 0), issues=int(row[4] or 0),
-                duration_seconds=float(row[6] or 0.0), error=row[5]))
-        else:
-            outcomes.append(NamespaceOutcome(
-                namespace_company_id=ns, status="failed", requests=0, rows=0, issues=0,
-                duration_seconds=0.0, error=state.message or state.name))
-    return outcomes
+async def _finished_runs(run_ids: list[UUID]) -> list[FlowRun]:
+    """The flow runs `run_ids` once each is final, as Prefect's server announces it."""
+    async with get_client() as client:
+        return list(await asyncio.gather(
+            *(wait_for_flow_run(run_id, timeout=WAIT_SECONDS, client=client) for run_id in run_ids)
+        ))
+
+
+def outcomes_of(owner: Warehouse, states: dict[str, State[Any]], since: datetime) -> list[NamespaceOutcome]:
+    """Each namespace's outcome: as its run recorded it in `raw.sync_runs` since `since`,
+    or (when its run failed before recording one) its run's final state."""
+    recorded = recorded_outcomes(owner, since)
+    return [
+        recorded[ns] if ns in recorded and state.is_completed()
+        else failed_outcome(ns, state.message or state.name)
+        for ns, state in states.items()
+    ]
 
 
 @flow(name=FANOUT_FLOW_NAME)
@@ -172,7 +162,7 @@ def company_connections_fanout(
     data_path: str | None = None,
     namespaces: list[str] | None = None,
     expiring_within_days: int | None = None,
-    export_formats: list[str] = [fmt.value for fmt in Format],  # noqa: B006 - Prefect parameter default
+    export_formats: list[str] = known_export_formats(),  # noqa: B008 - Prefect parameter default
     reports_dir: str = str(DEFAULT_REPORTS_DIR),
     base_url: str | None = None,
     pipelines_dir: str | None = None,
@@ -214,15 +204,17 @@ def company_connections_fanout(
         namespace_deployment,
     )
     outcomes = outcomes_of(owner, states, started)
+    if nothing_loaded(outcomes):
+        publish_run_summary(outcomes, evidence=evidence_of(owner))
+        return failed_run(outcomes) or {"namespaces": {}, "row_counts": {}}  # type: ignore[return-value]
     analytics = analytics_step(
-        owner, expiring_within_days=expiring_within_days, wait_seconds=LOCK_WAIT_SECONDS
+        owner, expiring_within_days=expiring_within_days, wait_seconds=DEFAULT_LOCK_WAIT_SECONDS
     )
     exported = export_step(owner, None, export_formats, reports_root=Path(reports_dir))
     report = report_step(owner, exported.folder / "report.html")
-    publish_run_summary(outcomes, analytics, exported, report.path)
+    publish_run_summary(outcomes, analytics, exported, report.path, evidence_of(owner))
     publish_dbt_build(analytics)
-    raise_for_failures(outcomes, analytics.checks)
-    return {
+    return failed_run(outcomes, analytics.checks) or {  # type: ignore[return-value]
         "namespaces": {o.namespace_company_id: o.status for o in outcomes},
         "row_counts": dict(analytics.models.row_counts),
     }

@@ -1,7 +1,7 @@
 """The run's notification: the digest of what changed, through a Prefect block.
 
-After the models are built, :func:`notify_changes` reads this run's changes from
-``analytics.changes`` (:mod:`diligence.analytics.digest`: answers revised, documents
+After the models are built (or once a sync loaded nothing), :func:`notify_changes` reads
+this run's changes from ``analytics.changes`` (:func:`diligence.readouts.change_digest`: answers revised, documents
 added, changed, newly expiring or expired, connections and reading rights, template
 fields, keys the service started or stopped sending) and the namespaces it could not
 load, and sends them through the Prefect notification block named in config::
@@ -22,6 +22,7 @@ token or Basic/Bearer value can reach the payload.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from prefect import get_client, get_run_logger, task
 from prefect.blocks.core import Block
@@ -29,13 +30,15 @@ from prefect.blocks.notifications import NotificationBlock
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from diligence.analytics.digest import NOTIFY_KINDS, Digest, parse_kinds, read_digest
-from diligence.config import notification_block, notification_kinds
-from diligence.evidence.chain import evidence_summary
-from diligence.sync import NamespaceOutcome
-from diligence.warehouse import open_warehouse
+from diligence.config import notification_block
+from diligence.readouts import change_digest, evidence_of, notify_kinds
+from diligence.steps import open_warehouse
 
 from .service import mask
+
+if TYPE_CHECKING:
+    from diligence.readouts import Digest
+    from diligence.steps import NamespaceOutcome
 
 __all__ = ["load_notification_block", "notify_changes"]
 
@@ -79,20 +82,20 @@ def notify_changes(
     if name is None:
         logger.info("no notification block configured ([notifications] block): nothing sent")
         return None
-    wanted = parse_kinds(notification_kinds(kinds), allowed=NOTIFY_KINDS, what="[notifications] kinds") or NOTIFY_KINDS
+    wanted = notify_kinds(kinds)
     failed = [(o.namespace_company_id, mask(o.error or "failed")) for o in outcomes if o.status != "success"]
-    with open_warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
-        digest = read_digest(
-            con,
-            since=run_started_at or _flow_run_started_at(),
-            kinds=[kind for kind in wanted if kind != "namespace_failed"],
-            failed_namespaces=failed if "namespace_failed" in wanted else (),
-        )
+    owner = open_warehouse(warehouse)
+    digest = change_digest(
+        owner,
+        since=run_started_at or _flow_run_started_at(),
+        kinds=[kind for kind in wanted if kind != "namespace_failed"],
+        failed_namespaces=failed if "namespace_failed" in wanted else (),
+    )
     if digest.empty:
         logger.info("nothing changed since the previous run (of kinds %s): no notification sent",
                     ", ".join(wanted))
         return None
-    evidence = evidence_summary(open_warehouse(warehouse))
+    evidence = evidence_of(owner)
     body = digest.body() + (f"\n\nEvidence chain head: {evidence['head']}\n" if evidence and evidence["head"] else "")
     load_notification_block(name).notify(body=mask(body), subject=mask(digest.subject()))
     logger.info("notification sent through %s: %s", name, digest.subject())

@@ -1,7 +1,7 @@
 """What a run publishes: the markdown summary and the expiring-documents table.
 
-Pure functions over the results of the steps (and one read-only query), so they are
-tested without Prefect.
+Pure functions over the results of the steps (and one read of the warehouse through
+:mod:`diligence.readouts`), so they are tested without Prefect.
 """
 
 from __future__ import annotations
@@ -9,36 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
-
-from diligence.analytics.checks import CheckResult
-from diligence.report.export import ExportedFile
+from diligence.readouts import expiring_documents
 from diligence.safe_text import markdown_text, terminal_text
-from diligence.sync import NamespaceOutcome
 from diligence.words import counted
+
+if TYPE_CHECKING:
+    from diligence.steps import CheckResult, ExportedFile, NamespaceOutcome, Warehouse
 
 #: The table artifact lists at most this many documents, most urgent first.
 MAX_DOCUMENT_ROWS = 500
-
-EXPIRING_DOCUMENTS_SQL = """
-select
-    namespace_company_id,
-    company_id,
-    company_name,
-    company_type_id,
-    document_id,
-    document_name,
-    category,
-    type,
-    expiration_date,
-    days_until_expiry,
-    expiry_status
-from analytics.document_expiry
-where expiry_status in ('expired', 'expiring')
-order by days_until_expiry, namespace_company_id, company_id, company_type_id, document_id
-"""
 
 
 def _cell(text: object) -> str:
@@ -54,16 +35,17 @@ def _code(text: object) -> str:
 def summary_markdown(
     outcomes: Sequence[NamespaceOutcome],
     *,
-    row_counts: dict[str, int],
-    checks: Sequence[CheckResult],
-    exported: Sequence[ExportedFile],
+    row_counts: dict[str, int] | None,
+    checks: Sequence[CheckResult] = (),
+    exported: Sequence[ExportedFile] = (),
     published: Path | None = None,
     report: Path | None = None,
     evidence: dict[str, Any] | None = None,
 ) -> str:
     """The run summary: per namespace requests, rows, sync issues, duration and status;
-    then the analytics row counts, the data checks, the analysts' copy, the reports and
-    the evidence chain's head (keep it: ``diligence verify --head`` checks a chain against it)."""
+    then the analytics row counts (None: nothing was built, the sync loaded nothing), the
+    data checks, the analysts' copy, the reports and the evidence chain's head (keep it:
+    ``diligence verify --head`` checks a chain against it)."""
     loaded = [o for o in outcomes if o.status == "success"]
     failed = [o for o in outcomes if o.status != "success"]
     lines = [
@@ -94,6 +76,12 @@ def summary_markdown(
             "Sync issues are denied (403) or missing (404) items: see `analytics.sync_issues`.",
         ]
 
+    if row_counts is None:
+        lines += ["", "## analytics", "",
+                  "Nothing built, checked, exported or published: the sync loaded no namespace, "
+                  "so the warehouse and the analysts' copy are as they were."]
+        return "\n".join(lines + _evidence_lines(evidence)) + "\n"
+
     lines += ["", "## analytics", "", "| table | rows |", "|---|---:|"]
     lines += [f"| `{table}` | {rows:,} |" for table, rows in row_counts.items()]
 
@@ -121,12 +109,17 @@ def summary_markdown(
     if report is not None:
         uri = report.resolve().as_uri()
         lines += ["", f"HTML report (opens without network): [{report.name}]({uri}) `{report}`"]
-    if evidence is not None and evidence.get("head"):
-        lines += ["", "## evidence", "",
-                  f"head `{evidence['head']}` ({counted(evidence['syncs'], 'sealed sync')}, "
-                  f"{counted(evidence['responses'], 'response')} in `{_code(evidence['path'])}`); "
-                  "`diligence verify --head <this head>` proves the chain was not rewritten since"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _evidence_lines(evidence)) + "\n"
+
+
+def _evidence_lines(evidence: dict[str, Any] | None) -> list[str]:
+    """The summary's evidence section: the chain's head (none when no evidence is kept)."""
+    if evidence is None or not evidence.get("head"):
+        return []
+    return ["", "## evidence", "",
+            f"head `{evidence['head']}` ({counted(evidence['syncs'], 'sealed sync')}, "
+            f"{counted(evidence['responses'], 'response')} in `{_code(evidence['path'])}`); "
+            "`diligence verify --head <this head>` proves the chain was not rewritten since"]
 
 
 def _jsonable(value: Any) -> Any:
@@ -138,14 +131,10 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def expiring_documents(
-    con: duckdb.DuckDBPyConnection, limit: int = MAX_DOCUMENT_ROWS
+def expiring_documents_table(
+    warehouse: Warehouse, limit: int = MAX_DOCUMENT_ROWS
 ) -> tuple[list[dict[str, Any]], int]:
-    """Documents expired or expiring, most urgent first: (up to `limit` rows, total count),
-    read through `con`, a session of the warehouse."""
-    con.execute("set TimeZone = 'UTC'")
-    total = con.execute(f"select count(*) from ({EXPIRING_DOCUMENTS_SQL})").fetchone()[0]
-    cursor = con.execute(f"{EXPIRING_DOCUMENTS_SQL} limit {int(limit)}")
-    columns = [d[0] for d in cursor.description]
-    rows = [dict(zip(columns, map(_jsonable, row), strict=True)) for row in cursor.fetchall()]
-    return rows, int(total)
+    """Documents expired or expiring, most urgent first, as table artifact rows (dates as
+    ISO text, upstream text with controls escaped): (up to `limit` rows, total count)."""
+    rows, total = expiring_documents(warehouse, limit)
+    return [{column: _jsonable(value) for column, value in row.items()} for row in rows], total

@@ -16,7 +16,7 @@ from typing import Any
 from prefect.blocks.system import Secret
 
 from diligence.config import configured_namespaces
-from diligence.sync import source_settings
+from diligence.steps import source_settings
 from pipelines.company_connections import SourceSettings, run_coroutine
 from pipelines.company_connections.credentials import CREDENTIALS, configured_secret
 from pipelines.secrets import redact

@@ -94,11 +94,7 @@ def sync(
     or a namespace that could not be read completely (it is named, and its previous
     data is kept). A sync that loaded nothing builds and publishes nothing.
     """
-    from ..analytics.checks import (
-        format_failures,  # start-up (the models 0.19 s of imports): the models load when a command runs
-    )
-    from ..steps import run_pipeline
-    from ..sync import source_settings
+    from ..steps import run_pipeline, source_settings
 
     owner = _warehouse(warehouse, data_path, evidence)
     try:
@@ -137,7 +133,7 @@ def sync(
     if json_summary is not None:
         write_summary(run_summary(result), json_summary)
     if result.nothing_loaded:
-        _nothing_loaded(result.sync)
+        _nothing_loaded(result)
         return
     if result.downloads is not None and not _quiet():
         print_downloads(result.downloads, download_documents)
@@ -147,22 +143,18 @@ def sync(
         out.print(f"models not built (--no-models): `{command_for(owner, 'models')}` builds them", highlight=False)
     if result.downloads is not None and result.downloads.failed:
         raise CommandError(f"{result.downloads.failed} document downloads failed (see the log above)")
-    if result.analytics is not None and result.analytics.failed_checks:
-        raise CommandError(format_failures(result.analytics.failed_checks))
-    if result.sync.failed:
-        names = ", ".join(f"{o.namespace_company_id} ({o.error})" for o in result.sync.failed)
-        raise CommandError(f"not loaded, previous data kept: {names}")
+    if result.failure:
+        raise CommandError(result.failure)
     if _quiet():
         out.print(final_line(result), highlight=False)
 
 
-def _nothing_loaded(sync: Any) -> None:
-    """One line for a sync that loaded no namespace: nothing was built or published."""
-    if not sync.namespaces:
-        out.print("nothing to sync: no namespace; nothing built or published", highlight=False)
-        return
-    names = ", ".join(f"{o.namespace_company_id} ({o.error})" for o in sync.failed)
-    raise CommandError(f"nothing loaded, nothing built or published, previous data kept: {names}")
+def _nothing_loaded(result: Any) -> None:
+    """One line for a sync that loaded no namespace: nothing was built or published (an
+    error naming each namespace, in the flows' words, when some failed)."""
+    if result.failure:
+        raise CommandError(result.failure)
+    out.print("nothing to sync: no namespace; nothing built or published", highlight=False)
 
 
 @app.command()
@@ -242,10 +234,9 @@ def _build_models(
     full_refresh: bool = False,
 ) -> None:
     """Build, check and publish; print the outcome; raise when a check failed."""
-    from ..analytics.checks import (
-        format_failures,  # start-up (dbt 2.1 s of imports): dlt and dbt load when a command runs
+    from ..steps import (
+        run_pipeline,  # start-up (dbt 2.1 s of imports): dlt and dbt load when a command runs
     )
-    from ..steps import run_pipeline
 
     result = run_pipeline(
         warehouse, expiring_within_days=expiring_within_days, as_of=as_of, wait_seconds=wait,
@@ -258,5 +249,5 @@ def _build_models(
             out.print(f"models built; analysts' copy: {result.analytics.published}", highlight=False)
     else:
         print_analytics(result.analytics, warehouse)
-    if result.analytics.failed_checks:
-        raise CommandError(format_failures(result.analytics.failed_checks))
+    if result.failure:
+        raise CommandError(result.failure)

@@ -9,12 +9,10 @@ from rich.console import Console
 
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
-from ..analytics.checks import format_failures
 from ..config import DEMO_WAREHOUSE
 from ..errors import SyncError
 from ..report.export import Format
-from ..steps import report_step, run_pipeline
-from ..sync import source_settings
+from ..steps import failure_message, report_step, run_pipeline, source_settings
 from ..warehouse import Warehouse
 from .progress import SyncProgress
 
@@ -69,15 +67,15 @@ def run_demo(
                 export_formats=tuple(Format),
             )
     result, analytics, files = done.sync, done.analytics, done.exported
-    assert result is not None and analytics is not None
+    assert result is not None
     if result.failed:
-        raise SyncError("; ".join(f"{o.namespace_company_id}: {o.error}" for o in result.failed))
+        raise SyncError(failure_message(result.namespaces))
     folder = done.export_folder
-    assert folder is not None
+    assert analytics is not None and folder is not None
     report = report_step(owner, folder / "report.html")
     models = analytics.models
-    if analytics.failed_checks:
-        raise SyncError(format_failures(analytics.failed_checks))
+    if done.failure:
+        raise SyncError(done.failure)
     with owner.session(read_only=True, memory_limit=None) as con:
         row = con.execute(SUMMARY_SQL).fetchall()[0]
     assert row is not None

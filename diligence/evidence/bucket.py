@@ -85,6 +85,7 @@ from pipelines.evidence.store import (
 from pipelines.secrets import redact
 
 from ..config import DEFAULT_HEARTBEAT_SECONDS, heartbeat_seconds
+from ..config import DEFAULT_LOCK_WAIT_SECONDS as LOCK_WAIT_SECONDS
 from ..errors import EvidenceError
 from ..warehouse import Warehouse
 from ..warehouse.lock import process_alive
@@ -102,7 +103,6 @@ LOCK = ".chain-lock"
 MISSED_HEARTBEATS = 6
 #: a chain lock older than this was left by a worker that died while sealing
 LOCK_STALE_SECONDS = 120.0
-LOCK_WAIT_SECONDS = 600.0
 #: seconds between two pushes of what a sync appended to its manifest (a worker that
 #: dies loses about this much of its fetch; the heartbeat says it is alive meanwhile)
 PUSH_SECONDS = 1.0

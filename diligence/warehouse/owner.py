@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import DEFAULT_WAREHOUSE
+from ..config import DEFAULT_EVIDENCE_ENABLED, DEFAULT_WAREHOUSE
 from ..errors import WarehouseLocationError, redact
 from .access import connect_file, wait_until_writable
 from .filemodes import make_dirs, private_files
@@ -87,7 +87,7 @@ class Warehouse:
         *,
         pipelines_root: Path | None = None,
         evidence: str | Path | None = None,
-        keep_evidence: bool = True,
+        keep_evidence: bool = DEFAULT_EVIDENCE_ENABLED,
     ) -> None:
         if not isinstance(location, WarehouseLocation):
             location = parse_location(location, data_path)

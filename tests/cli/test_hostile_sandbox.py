@@ -12,7 +12,7 @@ import pytest
 
 from diligence.sync import NamespaceOutcome
 from diligence.warehouse import Warehouse
-from flows.report import expiring_documents, summary_markdown
+from flows.report import expiring_documents_table, summary_markdown
 from sandbox.hostile import HOSTILE_TEXTS, OVERSIZE_FILE_BYTES
 from sandbox.server import DEFAULT_EMAIL, SandboxServer
 
@@ -91,8 +91,7 @@ def test_the_html_report_shows_injected_html_as_text(hostile_run) -> None:  # ty
 
 def test_artifacts_show_upstream_text_escaped(hostile_run) -> None:  # type: ignore[no-untyped-def]
     work = hostile_run["work"]
-    with Warehouse(work / "w.duckdb").session(read_only=True, memory_limit=None) as con:
-        rows, total = expiring_documents(con)
+    rows, total = expiring_documents_table(Warehouse(work / "w.duckdb"))
     assert total > 0
     shown = " ".join(str(v) for row in rows for v in row.values())
     assert not _CONTROLS.search(shown)

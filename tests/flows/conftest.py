@@ -42,6 +42,7 @@ from prefect.client.schemas.sorting import ArtifactSort, TaskRunSort
 from prefect.events.worker import EventsWorker
 from prefect.logging.handlers import APILogHandler, APILogWorker
 
+import flows.company_connections_sync as flow_module
 from diligence.sync import run_sync, source_settings
 from flows.company_connections_sync import company_connections_sync
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
@@ -135,6 +136,15 @@ def lost_namespace_run(prefect_harness: None, sandbox: SandboxServer,
 
     return _shared_run(sandbox, tmp_path_factory.mktemp("lost-namespace-run"), synced_before,
                        export_formats=["csv"])
+
+
+@pytest.fixture
+def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flow's sync task retried at once, not after 30 s and 120 s; and each request
+    tried once, so that a namespace the sandbox fails fails quickly."""
+    monkeypatch.setattr(flow_module, "sync_namespaces",
+                        flow_module.sync_namespaces.with_options(retry_delay_seconds=0))
+    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__MAX_ATTEMPTS", "1")
 
 
 @pytest.fixture

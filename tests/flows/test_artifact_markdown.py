@@ -32,7 +32,8 @@ def test_markdown_text_is_one_line_without_markup() -> None:
 def test_expiring_documents_table_shows_controls_escaped(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import duckdb
 
-    from flows.report import expiring_documents
+    from diligence.warehouse import Warehouse
+    from flows.report import expiring_documents_table
 
     warehouse = tmp_path / "w.duckdb"
     with duckdb.connect(str(warehouse)) as con:
@@ -44,7 +45,7 @@ def test_expiring_documents_table_shows_controls_escaped(tmp_path) -> None:  # t
             "-3 as days_until_expiry, 'expired' as expiry_status",
             [HOSTILE, "\x1b[31mred\x1b[0m"],
         )
-        rows, total = expiring_documents(con)
+    rows, total = expiring_documents_table(Warehouse(warehouse))
     assert total == 1
     assert "\x1b" not in rows[0]["company_name"] + rows[0]["document_name"]
     assert rows[0]["document_name"] == "\\x1b[31mred\\x1b[0m"

@@ -9,24 +9,24 @@ from pathlib import Path
 import duckdb
 import pytest
 from prefect.logging import disable_run_logger
-from prefect.states import Completed, Failed
+from prefect.states import Failed
 
 import flows.service
 from diligence.analytics.checks import CheckResult
 from diligence.errors import DiligenceError
 from diligence.report.export import ExportedFile
 from diligence.report.folders import RUN_FOLDER, latest_run
+from diligence.steps import check_export_formats, failure_message
 from diligence.sync import NamespaceOutcome, SyncError, run_sync
 from diligence.warehouse import Warehouse, WarehouseBusyError
 from flows.company_connections_sync import (
-    check_export_formats,
+    NamespacePlan,
+    SyncAttempts,
     export_run_reports,
-    namespace_outcome,
-    raise_for_failures,
     rebuild_analytics_schema,
 )
-from flows.errors import NamespaceSyncError, RunFailedError
-from flows.report import expiring_documents, summary_markdown
+from flows.errors import NamespacesNotLoadedError, NamespaceSyncError, RunFailedError
+from flows.report import expiring_documents_table, summary_markdown
 from flows.retry import is_transient, retry_if_transient
 from flows.serve import (
     DEFAULT_CRON,
@@ -110,25 +110,52 @@ def test_summary_of_a_clean_run() -> None:
     assert "Analysts' copy: `data/warehouse-analytics.duckdb`" in markdown
 
 
+def test_summary_of_a_sync_that_loaded_nothing() -> None:
+    markdown = summary_markdown([BROKEN], row_counts=None, evidence={"head": "ab12", "syncs": 1,
+                                                                     "responses": 3, "path": "e"})
+    assert "0 of 1 namespace loaded" in markdown and "- `ns-broken`: GET /api/x" in markdown
+    assert "Nothing built, checked, exported or published: the sync loaded no namespace" in markdown
+    assert "## data checks" not in markdown and "## reports" not in markdown
+    assert "head `ab12`" in markdown
+
+
 # -- the run's verdict ---------------------------------------------------------------------
-def test_raise_for_failures_names_namespaces_and_checks() -> None:
-    raise_for_failures([OK], [CheckResult("a", 0)])
-    with pytest.raises(RunFailedError) as raised:
-        raise_for_failures([OK, BROKEN], [CheckResult("answers__no_labels", 3)])
-    message = str(raised.value)
+def test_failure_message_names_namespaces_and_checks() -> None:
+    assert failure_message([OK], [CheckResult("a", 0)]) == ""
+    message = failure_message([OK, BROKEN], [CheckResult("answers__no_labels", 3)])
     assert message.startswith("1 of 2 namespaces not loaded (previous data kept): ns-broken (")
     assert "1 data check failed: answers__no_labels (3 rows)" in message
     assert "ns-ok" not in message
+    nothing = failure_message([BROKEN])
+    assert nothing.startswith("nothing loaded, nothing built or published: 1 of 1 namespace not loaded")
+    assert failure_message([]) == ""  # nothing to sync: nothing failed
 
 
-def test_namespace_outcome_of_failed_task_runs() -> None:
-    assert namespace_outcome("ns-ok", Completed(data=OK)) == OK
-    assert namespace_outcome("ns-broken", Failed(data=NamespaceSyncError(BROKEN))) == BROKEN
-    unknown = NamespaceOutcome("nope", "failed", 0, 0, 0, 0.0, error="not listed")
-    assert namespace_outcome("nope", Failed(data=NamespaceSyncError(unknown))) == unknown
-    outcome = namespace_outcome("ns-x", Failed(data=SyncError("login rejected")))
-    assert (outcome.namespace_company_id, outcome.status) == ("ns-x", "failed")
-    assert (outcome.requests, outcome.error) == (0, "login rejected")
+# -- the sync's attempts: Prefect retries the task, which reads what is pending ---------------
+def test_a_retry_reads_only_the_namespaces_another_attempt_may_load() -> None:
+    lost = NamespaceOutcome("ns-lost", "failed", 1, 0, 0, 0.1, error="not listed", retryable=False)
+    attempts = SyncAttempts(NamespacePlan(namespaces=["ns-ok", "ns-broken", "ns-lost", "ns-kept"],
+                                          available=["ns-ok", "ns-broken", "ns-kept"]))
+    assert attempts.pending() == ["ns-ok", "ns-broken", "ns-lost", "ns-kept"]
+    attempts.outcomes.update({"ns-ok": OK, "ns-broken": BROKEN, "ns-lost": lost})
+    attempts.synced.update(attempts.pending())  # ns-kept: committed by an interrupted sync
+    assert attempts.pending() == ["ns-broken"]
+    assert attempts.final(Failed(data=NamespacesNotLoadedError([BROKEN]))) == [OK, BROKEN, lost]
+
+
+def test_a_sync_that_could_not_run_fails_every_namespace_not_read() -> None:
+    attempts = SyncAttempts(NamespacePlan(namespaces=["ns-ok", "ns-x"], available=["ns-ok", "ns-x"]))
+    attempts.outcomes["ns-ok"] = OK  # committed before the sync failed
+    assert attempts.pending() == ["ns-x"]
+    (ok, x) = attempts.final(Failed(data=SyncError("login rejected")))
+    assert ok == OK
+    assert (x.namespace_company_id, x.status, x.requests, x.error) == ("ns-x", "failed", 0, "login rejected")
+
+
+def test_namespaces_not_loaded_are_named_and_retried() -> None:
+    error = NamespacesNotLoadedError([BROKEN])
+    assert str(error).startswith("1 namespace not loaded, to be read again (previous data kept): ns-broken (")
+    assert retry_if_transient(None, None, Failed(data=error))  # type: ignore[arg-type]
 
 
 def test_export_formats_are_checked_before_the_run() -> None:
@@ -143,6 +170,7 @@ def test_export_formats_are_checked_before_the_run() -> None:
     [
         (request_failed(), True),
         (NamespaceSyncError(BROKEN), True),
+        (NamespacesNotLoadedError([BROKEN]), True),
         (WarehouseBusyError("another sync is writing"), True),
         (raised_from(request_failed(), SyncError("service unreachable")), True),
         (duckdb.IOException("Could not set lock on file"), True),
@@ -282,8 +310,7 @@ def test_task_functions_build_check_and_export(synced_warehouse: Path, tmp_path:
 
 def test_expiring_documents_table(default_run: SharedRun) -> None:
     warehouse = Path(default_run.paths["warehouse"])
-    with Warehouse(warehouse).session(read_only=True, memory_limit=None) as con:
-        rows, total = expiring_documents(con, limit=5)
+    rows, total = expiring_documents_table(Warehouse(warehouse), limit=5)
     assert total > 5 and len(rows) == 5
     assert {row["expiry_status"] for row in rows} == {"expired"}  # most urgent first
     assert isinstance(rows[0]["expiration_date"], str)

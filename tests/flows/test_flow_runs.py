@@ -14,7 +14,6 @@ import pytest
 from prefect import flow
 from prefect.blocks.system import Secret
 
-import flows.company_connections_sync as flow_module
 from diligence.analytics.checks import check_names
 from diligence.report.export import REPORTS
 from diligence.report.folders import latest_run
@@ -22,6 +21,8 @@ from flows.company_connections_sync import (
     DBT_BUILD_ARTIFACT_KEY,
     DOCUMENTS_ARTIFACT_KEY,
     SUMMARY_ARTIFACT_KEY,
+    NamespacePlan,
+    SyncAttempts,
     company_connections_sync,
     sync_namespaces,
 )
@@ -168,8 +169,7 @@ def test_namespace_whose_access_was_lost_fails_loudly(
     assert f"1 of 3 namespaces not loaded (previous data kept): {lost} (" in state.message
     assert "no longer lists it (access lost?)" in state.message
     task_runs = {t.name.rsplit("-", 1)[0]: t for t in runs.task_runs(state.state_details.flow_run_id)}
-    assert task_runs["sync-namespaces"].run_count == 1
-    assert not any(name.startswith("retry-failed-namespaces") for name in task_runs)
+    assert task_runs["sync-namespaces"].run_count == 1  # access lost: another attempt cannot help
     loaded = query(
         paths["warehouse"], "select distinct namespace_company_id from analytics.answers"
     )
@@ -209,9 +209,14 @@ def test_wrong_password_fails_fast_without_retries(
     assert not Path(paths["warehouse"]).exists()
 
 
+def attempts_of(namespace: str) -> SyncAttempts:
+    """A sync of `namespace`, which user-info lists, not attempted yet."""
+    return SyncAttempts(NamespacePlan(namespaces=[namespace], available=[namespace]))
+
+
 @flow
 def sync_one(namespace: str, warehouse: str, base_url: str) -> None:
-    sync_namespaces([namespace], [namespace], warehouse, base_url)
+    sync_namespaces(attempts_of(namespace), warehouse, base_url)
 
 
 def test_sync_task_is_not_retried_on_bad_credentials(
@@ -234,7 +239,7 @@ def test_sync_task_is_not_retried_on_bad_credentials(
 
 @flow
 def sync_one_quickly_retried(namespace: str, warehouse: str, base_url: str) -> None:
-    sync_namespaces.with_options(retry_delay_seconds=0)([namespace], [namespace], warehouse, base_url)
+    sync_namespaces.with_options(retry_delay_seconds=0)(attempts_of(namespace), warehouse, base_url)
 
 
 def test_sync_task_retries_an_unreachable_service(
@@ -260,8 +265,8 @@ def test_namespaces_are_synced_concurrently_in_one_task_run(
 
     assert state.is_completed(), state.message
     task_runs = runs.task_runs(state.state_details.flow_run_id)
-    syncs = [t for t in task_runs if t.name.startswith(("sync-", "retry-failed-namespaces"))]
-    assert [t.name.rsplit("-", 1)[0] for t in syncs] == ["sync-namespaces"]
+    syncs = [t for t in task_runs if t.name.startswith("sync-")]
+    assert [(t.name.rsplit("-", 1)[0], t.run_count) for t in syncs] == [("sync-namespaces", 1)]
     windows = query(
         paths["warehouse"],
         "select sync_id, namespace_company_id, started_at, finished_at from raw.sync_runs "
@@ -281,15 +286,13 @@ def test_namespaces_are_synced_concurrently_in_one_task_run(
         assert f"| `{namespace}` | loaded |" in summary.data
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_a_retry_reads_only_the_failed_namespaces(
     sandbox: SandboxServer,
     credentials: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
     paths: dict[str, str],
     runs: Any,
 ) -> None:
-    monkeypatch.setattr(flow_module, "NAMESPACE_RETRY_DELAYS", (0.0, 0.0))
-    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__MAX_ATTEMPTS", "1")
     good, broken = sandbox.world.namespaces[:2]
     sandbox.faults.fail_namespaces = [broken]
     try:
@@ -301,12 +304,10 @@ def test_a_retry_reads_only_the_failed_namespaces(
 
     assert state.is_failed()
     assert f"1 of 2 namespaces not loaded (previous data kept): {broken} (" in state.message
-    names = sorted(t.name.rsplit("-", 1)[0] for t in runs.task_runs(state.state_details.flow_run_id))
-    assert [n for n in names if "sync" in n or "retry" in n] == [
-        "retry-failed-namespaces",
-        "retry-failed-namespaces",
-        "sync-namespaces",
-    ]
+    syncs = [t for t in runs.task_runs(state.state_details.flow_run_id) if t.name.startswith("sync-")]
+    # one task run, tried again twice by Prefect (its retries)
+    assert [(t.name.rsplit("-", 1)[0], t.run_count) for t in syncs] == [("sync-namespaces", 3)]
+    assert syncs[0].state.is_failed()
     attempts = dict(
         query(
             paths["warehouse"],

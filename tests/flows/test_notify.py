@@ -15,7 +15,6 @@ import duckdb
 import pytest
 from prefect.blocks.notifications import CustomWebhookNotificationBlock
 
-import flows.company_connections_sync as flow_module
 from flows.company_connections_sync import company_connections_sync
 from sandbox import edits
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
@@ -44,14 +43,13 @@ def _lines(text: str, kind: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith(f"- {kind.replace('_', ' ')}: ")]
 
 
+@pytest.mark.usefixtures("quick_retries")
 def test_notification_lists_what_is_new_and_nothing_when_unchanged(
     receiver: Receiver,
     credentials: dict[str, str],
     paths: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(flow_module, "NAMESPACE_RETRY_DELAYS", (0.0,))
-    monkeypatch.setenv("SOURCES__COMPANY_CONNECTIONS__MAX_ATTEMPTS", "1")
     with SandboxServer(scale="small") as sandbox:
 
         def run() -> Any:
