@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from sandbox import edits
 from sandbox.server import SandboxServer
+from tests.helpers import query
 
 from .helpers import CREDENTIALS, EMAIL, SECRET, SyncedFolder, error_lines, run
 
@@ -23,11 +23,6 @@ def synced(synced_folder: SyncedFolder, tmp_path_factory: pytest.TempPathFactory
     """This module's copy of the warehouse synced once with --json-summary; its summary."""
     warehouse = synced_folder.copy(tmp_path_factory.mktemp("synced"))
     return warehouse, json.loads((warehouse.parent / "run.json").read_text())
-
-
-def query(warehouse: Path, sql: str) -> list[tuple]:
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        return con.execute(sql).fetchall()
 
 
 # -- sync --json-summary -------------------------------------------------------------------

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 from prefect import flow
 from prefect.blocks.system import Secret
@@ -28,6 +27,7 @@ from flows.company_connections_sync import (
 )
 from flows.service import PASSWORD_BLOCK
 from sandbox.server import DEFAULT_PASSWORD, SandboxServer
+from tests.helpers import query
 
 from .conftest import LOST_NAMESPACE, UNKNOWN_NAMESPACE, SharedRun
 
@@ -38,11 +38,6 @@ pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 ANALYTICS_TABLES = ("answers", "document_expiry", "connections", "questionnaire_completeness")
-
-
-def query(warehouse: str, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-    with duckdb.connect(warehouse, read_only=True) as con:
-        return con.execute(sql, params or []).fetchall()
 
 
 def assert_no_secrets(text: str) -> None:
@@ -175,7 +170,7 @@ def test_namespace_whose_access_was_lost_fails_loudly(
     )
     assert {ns for (ns,) in loaded} == set(sandbox.world.namespaces)
     recorded = query(paths["warehouse"], "select namespace_company_id, status from raw.sync_runs "
-                     "where namespace_company_id = ? order by synced_at", [lost])
+                     "where namespace_company_id = ? order by synced_at", lost)
     assert recorded[-1] == (lost, "failed")
     folder = latest_run(Path(paths["reports_dir"]))
     assert folder is not None and (folder / "answers.csv").is_file()
