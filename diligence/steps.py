@@ -5,7 +5,7 @@
     run_pipeline(warehouse, ...)
       sync_step       every namespace read concurrently, each committed on completion
       [downloads]     new or changed document files (CLI --download-documents)
-      analytics_step  models in one transaction, data checks, the analysts' copy
+      analytics_step  models in one transaction, data checks, the analysts' copy, compaction
       export_step     CSV / Parquet reports
       report_step     the self-contained HTML report
 
@@ -226,7 +226,8 @@ def analytics_step(
 ) -> AnalyticsResult:
     """Build the models, run the checks, publish the analysts' copy if they pass.
     The history marts are extended by the syncs since their last build; `full_refresh`
-    builds them anew from all of `raw` (the same tables).
+    builds them anew from all of `raw` (the same tables). A file whose blocks the build
+    left a quarter free is then written anew (:mod:`diligence.warehouse.compact`).
 
     `expiring_within_days` None means as configured: this is where the window is
     resolved (:func:`diligence.config.expiring_within_days`), once, for the CLI, the demo
@@ -251,7 +252,7 @@ def analytics_step(
                 f"not building or publishing: the last sync of {names} ended before it was "
                 "committed; rerun `diligence sync` to finish it (nothing half-done is published)"
             )
-        return rebuild_analytics(
+        result = rebuild_analytics(
             warehouse,
             expiring_within_days=configured_expiry(expiring_within_days),
             time_zone=analytics_timezone(time_zone),
@@ -259,6 +260,8 @@ def analytics_step(
             wait_seconds=wait_seconds,
             full_refresh=full_refresh,
         )
+        warehouse.compact()  # the build rewrote the marts: their old blocks are free now
+        return result
 
 
 def export_step(

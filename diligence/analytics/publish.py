@@ -39,6 +39,7 @@ from pathlib import Path
 import duckdb
 
 from ..warehouse import published_path
+from ..warehouse.compact import COMPACT_AT_FREE_SHARE, free_share
 from ..warehouse.filemodes import protect
 from ..warehouse.paths import publishing_path, wal_of
 from ..warehouse.sql import sql_identifier, sql_string, transaction
@@ -48,8 +49,6 @@ from .models import BUILD_SUFFIX, copy_comments
 
 #: Which build each history table of the analysts' copy holds, and the copy's identity.
 COPY_STATE_TABLE = "staging.analysts_copy"
-#: A copy whose free blocks are at least this share of its blocks is written anew.
-COMPACT_AT_FREE_SHARE = 0.25
 
 
 def publish_analytics(
@@ -192,18 +191,16 @@ def _drop_others(con: duckdb.DuckDBPyConnection, kept_tables: set[str]) -> None:
 
 
 def _free_share(con: duckdb.DuckDBPyConnection, target: Path) -> float:
-    """The share of the copy's blocks that are free (1.0 when it cannot be read)."""
+    """The share of the copy's blocks that are free (1.0 when it cannot be read; 0 for
+    an empty file)."""
     try:
         con.execute(f"attach {sql_string(str(target))} as previous_copy (read_only)")
     except duckdb.Error:
         return 1.0
     try:
-        total, free = con.execute(
-            "select total_blocks, free_blocks from pragma_database_size() where database_name = 'previous_copy'"
-        ).fetchone()  # type: ignore[misc]
+        return free_share(con, "previous_copy")
     finally:
         con.execute("detach previous_copy")
-    return free / total if total else 1.0
 
 
 def _identity(path: Path) -> str:

@@ -16,6 +16,7 @@ step holds it through one :class:`Warehouse` (see :mod:`.owner`). The package::
     paths          a file's companions: WAL, analysts' copy, dlt's folder
     sql            SQL string literals and quoted names, table_names, transaction
     migrate        convert a file a newer DuckDB wrote
+    compact        write a file anew once a quarter of it is free
     filemodes      owner-only (or group) modes for every confidential file
 
 Importing the package imports no dlt or DuckDB (the CLI's ``--help`` imports it): they

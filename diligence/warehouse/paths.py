@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["artifacts_of", "companions", "lock_of", "pipelines_dir_of", "published_path", "publishing_path",
-           "stale_publishing", "wal_of"]
+__all__ = ["artifacts_of", "companions", "compacting_path", "lock_of", "pipelines_dir_of", "published_path",
+           "publishing_path", "stale_temporaries", "wal_of"]
 
 
 def wal_of(database: Path) -> Path:
@@ -49,12 +49,19 @@ def publishing_path(warehouse: Path, token: str) -> Path:
     return target.with_name(f".{target.name}.{token}.tmp")
 
 
-def stale_publishing(warehouse: Path) -> list[Path]:
-    """Temporary copies (and their WALs) that a publish killed mid-way left beside the
-    analysts' copy of `warehouse`: delete them once the writer lock is held."""
+def compacting_path(warehouse: Path, token: str) -> Path:
+    """The new file `warehouse` is compacted into before it replaces it
+    (``.<name>.<token>.compacting``, beside it; see :mod:`.compact`)."""
+    return warehouse.with_name(f".{warehouse.name}.{token}.compacting")
+
+
+def stale_temporaries(warehouse: Path) -> list[Path]:
+    """New files (and their WALs) that a publish or a compaction killed mid-way left
+    beside `warehouse` and its analysts' copy: delete them once the writer lock is held."""
     target = published_path(warehouse)
-    pattern = f".{target.name}.*.tmp"
-    return sorted([*target.parent.glob(pattern), *target.parent.glob(pattern + ".wal")])
+    patterns = [(target.parent, f".{target.name}.*.tmp"), (warehouse.parent, f".{warehouse.name}.*.compacting")]
+    return sorted(found for folder, pattern in patterns
+                  for found in [*folder.glob(pattern), *folder.glob(pattern + ".wal")])
 
 
 def pipelines_dir_of(warehouse: Path) -> Path:
