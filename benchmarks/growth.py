@@ -28,7 +28,9 @@ so both see the same machine load. Without it only this tree is measured.
    at the end the four commands run on fresh copies of both, alternating, ``--repeat``
    times (medians and ratios). Also the warehouse file's and the analysts' copy's bytes
    and free blocks, the raw rows and their size after each sync: file bytes per added
-   raw row against the raw data's.
+   raw row against the raw data's, both fitted per sync from the 10th on (the first
+   syncs add fixed costs: the history marts' spares, a rebuild's free blocks), and how
+   many model runs compacted the file (``diligence.warehouse.compact``).
 
 Writes the part ``growth`` of ``benchmarks/RESULTS.md`` (raw figures:
 ``benchmarks/.work/growth.json``).
@@ -88,7 +90,8 @@ def _diligence(tree: Path, args: list[str], log: Path) -> dict[str, Any]:
     output = "\n".join(line for _at, line in run.lines)
     if run.exit_code != 0:
         raise RuntimeError(f"diligence {args[0]} of {tree} exited {run.exit_code}; see {log}:\n{output[-3000:]}")
-    return {"wall": run.wall_seconds, "peak_mb": run.peak_rss_mb, "built_twice": "building them again" in output}
+    return {"wall": run.wall_seconds, "peak_mb": run.peak_rss_mb, "built_twice": "building them again" in output,
+            "compacted": "compacted the warehouse" in output}
 
 
 def _models(tree: Path, warehouse: Path, as_of: str, *extra: str) -> dict[str, Any]:
@@ -332,6 +335,21 @@ def _fit(points: list[tuple[float, float]]) -> tuple[float, float]:
     return mean_y - slope * mean_x, slope
 
 
+#: the sync from which the file's growth is fitted (the first syncs add the history
+#: marts' spares and the free blocks a rebuild leaves: a fixed cost, not growth)
+STEADY_FROM = 10
+
+
+def _steady_growth(runs: list[dict[str, Any]]) -> str:
+    """The file's and the raw data's growth per sync, fitted from :data:`STEADY_FROM` on."""
+    steady = list(enumerate(runs, start=1))[STEADY_FROM - 1:]
+    if len(steady) < 3:
+        return "-"
+    file_slope = _fit([(float(n), float(r["bytes"])) for n, r in steady])[1]
+    data_slope = _fit([(float(n), float(r.get("raw_bytes", 0))) for n, r in steady])[1]
+    return f"{file_slope / 1e3:,.0f} KB / {data_slope / 1e3:,.0f} KB"
+
+
 def render(results: dict[str, Any]) -> str:
     m = results["machine"]
     lines = ["## Cost as history grows (`python -m benchmarks.growth`)", "",
@@ -384,7 +402,8 @@ def render(results: dict[str, Any]) -> str:
         lines += ["", "The warehouse file as it grows (raw data: the raw rows' values as JSON text):", "",
                   f"| tree | file, 2nd -> {count}th | raw rows added | file bytes per added raw row | "
                   "raw data bytes per added raw row | file growth / raw data growth | free blocks at the end | "
-                  "analysts' copy, 2nd -> last |", "|---|---|---:|---:|---:|---:|---:|---|"]
+                  f"fitted growth per sync from the {STEADY_FROM}th, file / raw data | compactions | "
+                  "analysts' copy, 2nd -> last |", "|---|---|---:|---:|---:|---:|---:|---|---:|---|"]
         for name, runs in small_results["runs"].items():
             second, last = runs[1], runs[-1]
             added = max(1, last["raw_rows"] - second["raw_rows"])
@@ -394,6 +413,7 @@ def render(results: dict[str, Any]) -> str:
                 f"| {name} | {second['bytes'] / 1e6:.1f} -> {last['bytes'] / 1e6:.1f} MB | {added:,} | "
                 f"{grown / added:,.0f} | {data / added:,.0f} | {grown / data if data > 0 else float('nan'):.1f}x | "
                 f"{last['free_blocks']:,} of {last['free_blocks'] + last['used_blocks']:,} | "
+                f"{_steady_growth(runs)} | {sum(bool(r.get('compacted')) for r in runs)} | "
                 f"{second['published_bytes'] / 1e6:.1f} -> {last['published_bytes'] / 1e6:.1f} MB |")
     return "\n".join(lines)
 

@@ -20,4 +20,14 @@ def test_small_part_gives_medians_ratios_and_the_file_against_its_data() -> None
     for command in COMMANDS:  # medians 2.0 and 2.4
         assert f"| after | `{command}` | 2.00 s | 2.40 s | 1.20x |" in text
     # 2 MB over 1,000 rows, against 4 MB of raw data: the file grew half as fast as its data
-    assert "| after | 21.0 -> 23.0 MB | 1,000 | 2,000 | 4,000 | 0.5x | 4 of 64 | 7.0 -> 7.0 MB |" in text
+    assert "| after | 21.0 -> 23.0 MB | 1,000 | 2,000 | 4,000 | 0.5x | 4 of 64 | - | 0 | 7.0 -> 7.0 MB |" in text
+
+
+def test_small_part_fits_the_files_growth_after_its_first_syncs() -> None:
+    """From the 10th sync on: the file +100 KB per sync against +300 KB of raw data, a
+    compaction counted wherever a models run made one."""
+    runs = [_run(20_000_000 + 100_000 * n, 500 + 10 * n, 1_000_000 + 300_000 * n) for n in range(1, 13)]
+    runs[4]["compacted"] = True
+    results = {"machine": {"cpu": "2 cores", "date": "2026-11-29", "load_average": "1", "load_before": "1"},
+               "repeat": 3, "small": {"syncs": 12, "runs": {"after": runs}, "side_by_side": {}}}
+    assert "| 4 of 64 | 100 KB / 300 KB | 1 | 7.0 -> 7.0 MB |" in render(results)
