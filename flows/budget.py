@@ -131,10 +131,14 @@ class InflightShare:
                 self._wanting += 1
                 changed.notify_all()  # the requests waiting may now be a block's worth
                 try:
+                    # asyncio.timeout, not wait_for: wait_for runs the wait in a task of
+                    # its own, and a second cancel (the sync's own on top of its task
+                    # group's) left that task to take the condition's lock after this one
+                    # had let go of it, so every request waited for the lock forever
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(changed.wait_for(
-                            lambda: self._in_use < self.held or self._wanting >= self.block),
-                            INFLIGHT_TOPUP_AFTER_SECONDS)
+                        async with asyncio.timeout(INFLIGHT_TOPUP_AFTER_SECONDS):
+                            await changed.wait_for(
+                                lambda: self._in_use < self.held or self._wanting >= self.block)
                 finally:
                     self._wanting -= 1
             while self._in_use >= self.held:

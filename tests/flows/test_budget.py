@@ -261,3 +261,39 @@ def test_without_requests_per_second_only_requests_in_flight_are_shared(
     assert budget.name is None and budget.inflight is not None
     assert budget.inflight.block == 2
     assert budget.inflight.name == limit_name(Settings.base_url, Settings.email, "inflight")
+
+
+def test_a_request_cancelled_twice_while_it_waits_leaves_the_slots_usable() -> None:
+    """A sync that stops cancels its waiting requests twice (its task group, then the
+    stream), while another request holds the share's lock: the wait for a busy slot lets
+    go of the lock either way, and the slot given back is taken again. (A flow run whose
+    every namespace failed once hung with that lock held and eleven requests waiting for
+    it: the timed wait ran in a task of its own, see `InflightShare.acquire`.)"""
+
+    async def scenario() -> None:
+        share = InflightShare("diligence-inflight-test", block=1)
+        held = asyncio.create_task(asyncio.Event().wait())  # stands for a lease's holder
+        share._holders = [(held, asyncio.Event())]  # one slot held
+        await share.acquire()  # and busy
+        waiting = asyncio.create_task(share.acquire())
+        await asyncio.sleep(0)  # waits a moment for the busy slot
+
+        async def briefly_holding_the_lock() -> None:  # as another request's acquire does
+            async with share._condition():
+                await asyncio.sleep(0.05)
+
+        other = asyncio.create_task(briefly_holding_the_lock())
+        await asyncio.sleep(0)
+        waiting.cancel()
+        await asyncio.sleep(0)
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError, RuntimeError):
+            await waiting
+        with contextlib.suppress(RuntimeError):
+            await other
+        await share.release()
+        async with asyncio.timeout(5):
+            await share.acquire()  # the slot given back is taken again
+        held.cancel()
+
+    asyncio.run(scenario())
