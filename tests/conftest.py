@@ -49,6 +49,16 @@ def sandbox() -> Iterator[SandboxServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def shared_sandbox() -> Iterator[SandboxServer]:
+    """One small sandbox for the tests of a worker that only read it (the sandbox's
+    contract tests, the flows): the world of `sandbox`, started once. Its users change
+    neither its world nor its data; a fault a test sets (latency, failing namespaces) it
+    resets before it ends."""
+    with SandboxServer(scale="small", today=TODAY) as server:
+        yield server
+
+
 @pytest.fixture
 def warehouse(tmp_path: Path) -> Path:
     return tmp_path / "warehouse.duckdb"
