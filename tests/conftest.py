@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sandbox.server import SandboxServer
-from tests.helpers import sync
+from tests.helpers import made_once, sync
 from tests.processes import prefect_server
 
 #: Test folders whose tests share package- or session-scoped fixtures that cost seconds of
@@ -66,13 +66,17 @@ def warehouse(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def synced_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A warehouse synced once from a fresh small sandbox (the world of `sandbox`), raw
-    layer only. Read-only: a test that syncs on top of it works on a copy
-    (:func:`tests.helpers.copy_warehouse`) instead of syncing again."""
-    warehouse = tmp_path_factory.mktemp("synced-small") / "warehouse.duckdb"
-    with SandboxServer(scale="small", today=TODAY) as server:
-        assert not sync(server, warehouse).failed
-    return warehouse
+    """A warehouse synced once for the whole run (:func:`tests.helpers.made_once`) from a
+    fresh small sandbox (the world of `sandbox`), raw layer only. Read-only: a test that
+    syncs on top of it works on a copy (:func:`tests.helpers.copy_warehouse`) instead of
+    syncing again."""
+
+    def synced(folder: Path) -> None:
+        with SandboxServer(scale="small", today=TODAY) as server:
+            assert not sync(server, folder / "warehouse.duckdb").failed
+
+    folder, _ = made_once(tmp_path_factory, f"synced-small-{TODAY}", synced)
+    return folder / "warehouse.duckdb"
 
 
 @pytest.fixture(scope="session")
