@@ -152,6 +152,15 @@ def clean_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModelsR
 
 
 @pytest.fixture(scope="session")
+def empty_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModelsResult]:
+    """A warehouse without a raw layer (what `diligence models` before any sync makes),
+    built as of AS_OF once for the whole run (read-only), and its build."""
+    folder, built = made_once(tmp_path_factory, "empty",
+                              lambda folder: build_models(folder / "warehouse.duckdb", as_of=AS_OF))
+    return folder / "warehouse.duckdb", built
+
+
+@pytest.fixture(scope="session")
 def clean_template(clean_build: tuple[Path, ModelsResult]) -> Path:
     return clean_build[0]
 
