@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date
 from pathlib import Path
 
 import pytest
 
 from sandbox.server import SandboxServer
-from tests.helpers import made_once, sync
+from tests.helpers import TODAY, made_once, sync
 from tests.processes import prefect_server
 
 #: Test folders whose tests share package- or session-scoped fixtures that cost seconds of
@@ -35,10 +34,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         else:
             group = folder if folder in WHOLE_FOLDERS else path
         item.add_marker(pytest.mark.xdist_group(group))
-
-
-#: the sandbox's "today" for the whole run: its documents' dates and answers follow it
-TODAY = date.today()
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ import os
 import pickle
 import shutil
 from collections.abc import Callable, Iterator
+from datetime import date
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,6 +23,9 @@ from pipelines.company_connections import SourceSettings
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 CREDENTIALS = {"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD}
+#: the sandbox's "today" for this process: its documents' dates and answers follow it
+#: (the worlds of `sandbox`, `shared_sandbox` and `synced_small`, even across midnight)
+TODAY = date.today()
 
 T = TypeVar("T")
 
