@@ -13,9 +13,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any, TypeVar
 
-import pytest
-
 import duckdb
+import pytest
 
 from diligence.sync import SyncResult, run_sync, source_settings
 from diligence.warehouse import pipelines_dir_of
