@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date
 from pathlib import Path
 
 import pytest
 
 from sandbox.server import SandboxServer
-from tests.helpers import sync
+from tests.helpers import TODAY, made_once, sync
 from tests.processes import prefect_server
 
 #: Test folders whose tests share package- or session-scoped fixtures that cost seconds of
@@ -37,14 +36,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         item.add_marker(pytest.mark.xdist_group(group))
 
 
-#: the sandbox's "today" for the whole run: its documents' dates and answers follow it
-TODAY = date.today()
-
-
 @pytest.fixture
 def sandbox() -> Iterator[SandboxServer]:
     """A fresh small sandbox per test (tests change its data and faults), the world of
     `synced_small` (the same day, even when the run crosses midnight)."""
+    with SandboxServer(scale="small", today=TODAY) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def shared_sandbox() -> Iterator[SandboxServer]:
+    """One small sandbox for the tests of a worker that only read it (the sandbox's
+    contract tests, the flows): the world of `sandbox`, started once. Its users change
+    neither its world nor its data; a fault a test sets (latency, failing namespaces) it
+    resets before it ends."""
     with SandboxServer(scale="small", today=TODAY) as server:
         yield server
 
@@ -56,13 +61,17 @@ def warehouse(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def synced_small(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A warehouse synced once from a fresh small sandbox (the world of `sandbox`), raw
-    layer only. Read-only: a test that syncs on top of it works on a copy
-    (:func:`tests.helpers.copy_warehouse`) instead of syncing again."""
-    warehouse = tmp_path_factory.mktemp("synced-small") / "warehouse.duckdb"
-    with SandboxServer(scale="small", today=TODAY) as server:
-        assert not sync(server, warehouse).failed
-    return warehouse
+    """A warehouse synced once for the whole run (:func:`tests.helpers.made_once`) from a
+    fresh small sandbox (the world of `sandbox`), raw layer only. Read-only: a test that
+    syncs on top of it works on a copy (:func:`tests.helpers.copy_warehouse`) instead of
+    syncing again."""
+
+    def synced(folder: Path) -> None:
+        with SandboxServer(scale="small", today=TODAY) as server:
+            assert not sync(server, folder / "warehouse.duckdb").failed
+
+    folder, _ = made_once(tmp_path_factory, f"synced-small-{TODAY}", synced)
+    return folder / "warehouse.duckdb"
 
 
 @pytest.fixture(scope="session")

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
+import os
+import pickle
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
+import pytest
 
 from diligence.sync import SyncResult, run_sync, source_settings
 from diligence.warehouse import pipelines_dir_of
@@ -17,6 +22,11 @@ from pipelines.company_connections import SourceSettings
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 
 CREDENTIALS = {"email": DEFAULT_EMAIL, "password": DEFAULT_PASSWORD}
+#: the sandbox's "today" for this process: its documents' dates and answers follow it
+#: (the worlds of `sandbox`, `shared_sandbox` and `synced_small`, even across midnight)
+TODAY = date.today()
+
+T = TypeVar("T")
 
 
 def settings_for(server: SandboxServer, **overrides: Any) -> SourceSettings:
@@ -56,6 +66,31 @@ def copy_warehouse(source: Path, target: Path) -> Path:
     if evidence.is_dir():  # the evidence store beside it (its manifests name the source)
         shutil.copytree(evidence, target.with_name(target.name.removesuffix(".duckdb") + ".evidence"))
     return target
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], T]) -> tuple[Path, T]:
+    """`make` run once for the whole test run, not once per pytest-xdist worker: the first
+    worker to ask runs it in a folder that every worker's temp folders share, under a
+    ``flock``, and keeps what it returns (pickled) beside it; the others wait on the lock
+    and read that back. A session fixture alone is made again in each worker that meets
+    it (a dbt build about 4 CPU s, a sync of the small sandbox about 5). Returns the
+    folder `make` filled and its value; both are read-only to the tests (they work on
+    copies). Outside xdist it is a plain session-long folder."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        folder = tmp_path_factory.mktemp(name)
+        return folder, make(folder)
+    root = tmp_path_factory.getbasetemp().parent  # the run's folder, above the workers'
+    folder, kept = root / name, root / f"{name}.pickle"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if kept.exists():
+            return folder, pickle.loads(kept.read_bytes())
+        shutil.rmtree(folder, ignore_errors=True)  # what a failed attempt left
+        folder.mkdir()
+        value = make(folder)
+        kept.with_suffix(".partial").write_bytes(pickle.dumps(value))
+        kept.with_suffix(".partial").rename(kept)
+        return folder, value
 
 
 def query(warehouse: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:

@@ -111,15 +111,6 @@ def test_sync_namespace_not_allowed(server: SandboxServer, tmp_path: Path) -> No
     assert "no-such-company" in result.stderr and "not one of the user's companies" in result.stderr
 
 
-def test_models_rebuild_with_as_of(synced: Path) -> None:
-    result = run(
-        ["models", "--warehouse", str(synced), "--expiring-within-days", "60", "--as-of", "2026-01-01T00:00:00", "--publish"],
-        synced.parent,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "all data checks passed" in result.stdout
-
-
 def test_models_bad_as_of_and_missing_warehouse(tmp_path: Path) -> None:
     bad = run(["models", "--warehouse", "missing.duckdb"], tmp_path)
     assert bad.returncode == 2 and "no warehouse" in bad.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -19,32 +20,36 @@ from .helpers import error_lines, run
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def warehouse(tmp_path: Path) -> Path:
-    return make_clean_raw(tmp_path / "w.duckdb")
+@dataclass(frozen=True)
+class BuiltOnce:
+    #: the folder of the warehouse (`w.duckdb`) and its analysts' copy
+    folder: Path
+    #: what `diligence models` printed
+    stdout: str
 
 
 @pytest.fixture(scope="module")
-def built_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder whose clean raw warehouse `diligence models` built once (the analysts'
-    copy beside it); tests that start from a built warehouse copy the folder."""
+def built_once(tmp_path_factory: pytest.TempPathFactory) -> BuiltOnce:
+    """A folder whose clean raw warehouse `diligence models --as-of ... --publish` built
+    once (the analysts' copy beside it); tests that start from a built warehouse copy the
+    folder."""
     warehouse = make_clean_raw(tmp_path_factory.mktemp("built") / "w.duckdb")
-    assert run(["models", "--warehouse", "w.duckdb"], warehouse.parent).returncode == 0
-    return warehouse.parent
+    result = run(["models", "--warehouse", "w.duckdb", "--as-of", "2026-03-01T00:00:00", "--publish"],
+                 warehouse.parent)
+    assert result.returncode == 0, result.stderr
+    return BuiltOnce(warehouse.parent, result.stdout)
 
 
 @pytest.fixture
-def built(built_once: Path, tmp_path: Path) -> Path:
+def built(built_once: BuiltOnce, tmp_path: Path) -> Path:
     """This test's own copy of the built warehouse."""
-    shutil.copytree(built_once, tmp_path, dirs_exist_ok=True)
+    shutil.copytree(built_once.folder, tmp_path, dirs_exist_ok=True)
     return tmp_path / "w.duckdb"
 
 
-def test_models_as_of_is_the_build_now(warehouse: Path) -> None:
-    result = run(["models", "--warehouse", "w.duckdb", "--as-of", "2026-03-01T00:00:00", "--publish"], warehouse.parent)
-    assert result.returncode == 0, result.stderr
-    assert "all data checks passed" in result.stdout
-    with duckdb.connect(str(warehouse), read_only=True) as con:
+def test_models_as_of_is_the_build_now(built_once: BuiltOnce) -> None:
+    assert "all data checks passed" in built_once.stdout
+    with duckdb.connect(str(built_once.folder / "w.duckdb"), read_only=True) as con:
         [(evaluated,)] = con.execute(
             "select distinct cast(evaluated_at at time zone 'UTC' as varchar) from analytics.document_expiry"
         ).fetchall()

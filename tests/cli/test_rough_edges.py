@@ -147,8 +147,11 @@ def test_models_as_of_in_the_past_does_not_silently_republish(
     (line,) = error_lines(refused.stderr)
     assert "in the past" in line and "--publish" in line
     assert copy.stat().st_mtime_ns == before
-    forced = run(["models", "-w", str(synced), "--as-of", "2025-01-01", "--publish"], synced.parent)
+    # a rebuild of a synced warehouse with its options, published as asked
+    forced = run(["models", "-w", str(synced), "--as-of", "2025-01-01T00:00:00", "--expiring-within-days", "60",
+                  "--publish"], synced.parent)
     assert forced.returncode == 0, forced.stderr
+    assert "all data checks passed" in forced.stdout
     assert copy.stat().st_mtime_ns != before
 
 

@@ -68,13 +68,6 @@ def prefect_harness(prefect_server_api: str) -> Iterator[None]:
             EventsWorker.drain_all()
 
 
-@pytest.fixture(scope="session")
-def sandbox() -> Iterator[SandboxServer]:
-    """The service emulator; the flow only reads it, so one serves the whole session."""
-    with SandboxServer(scale="small") as server:
-        yield server
-
-
 #: a namespace the sandbox's user is not a member of
 UNKNOWN_NAMESPACE = "00000000-not-a-namespace"
 #: a namespace an earlier sync loaded that the sandbox's user-info no longer lists
@@ -110,31 +103,31 @@ def _shared_run(sandbox: SandboxServer, folder: Path, prepare: Callable[[Path], 
 
 
 @pytest.fixture(scope="session")
-def default_run(prefect_harness: None, sandbox: SandboxServer,
+def default_run(prefect_harness: None, shared_sandbox: SandboxServer,
                 tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
     """A run with the default parameters: a full read of the sandbox. The sandbox
     answers after 20 ms, long enough for the namespaces' fetches to be seen side by side."""
-    sandbox.faults.latency_ms = 20
+    shared_sandbox.faults.latency_ms = 20
     try:
-        return _shared_run(sandbox, tmp_path_factory.mktemp("default-run"))
+        return _shared_run(shared_sandbox, tmp_path_factory.mktemp("default-run"))
     finally:
-        sandbox.faults.latency_ms = 0
+        shared_sandbox.faults.latency_ms = 0
 
 
 @pytest.fixture(scope="session")
-def lost_namespace_run(prefect_harness: None, sandbox: SandboxServer,
+def lost_namespace_run(prefect_harness: None, shared_sandbox: SandboxServer,
                        tmp_path_factory: pytest.TempPathFactory) -> SharedRun:
     """A run with the default namespaces on a warehouse where an earlier sync loaded the
     sandbox's first namespace and :data:`LOST_NAMESPACE` (which user-info does not list)."""
 
     def synced_before(warehouse: Path) -> None:
-        run_sync(warehouse, source_settings(base_url=sandbox.base_url,
-                                            namespaces=[sandbox.world.namespaces[0]]))
+        run_sync(warehouse, source_settings(base_url=shared_sandbox.base_url,
+                                            namespaces=[shared_sandbox.world.namespaces[0]]))
         with duckdb.connect(str(warehouse)) as con:
             con.execute("insert into raw.sync_runs select * replace (? as namespace_company_id) "
                         "from raw.sync_runs limit 1", [LOST_NAMESPACE])
 
-    return _shared_run(sandbox, tmp_path_factory.mktemp("lost-namespace-run"), synced_before,
+    return _shared_run(shared_sandbox, tmp_path_factory.mktemp("lost-namespace-run"), synced_before,
                        export_formats=["csv"])
 
 

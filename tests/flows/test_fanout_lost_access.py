@@ -21,12 +21,12 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_fanout_fails_loudly_for_a_namespace_whose_access_was_lost(
-    prefect_harness: None, sandbox: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    prefect_harness: None, shared_sandbox: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(EMAIL_ENV, DEFAULT_EMAIL)
     monkeypatch.setenv(PASSWORD_ENV, DEFAULT_PASSWORD)
     warehouse = tmp_path / "warehouse.duckdb"
-    run_sync(warehouse, source_settings(base_url=sandbox.base_url, namespaces=[sandbox.world.namespaces[0]]))
+    run_sync(warehouse, source_settings(base_url=shared_sandbox.base_url, namespaces=[shared_sandbox.world.namespaces[0]]))
     with duckdb.connect(str(warehouse)) as con:  # an earlier sync loaded a namespace user-info no longer lists
         con.execute("insert into raw.sync_runs select * replace (? as namespace_company_id) "
                     "from raw.sync_runs limit 1", [LOST_NAMESPACE])
@@ -38,10 +38,10 @@ def test_the_fanout_fails_loudly_for_a_namespace_whose_access_was_lost(
         return {ns: fanout.sync_one_namespace(namespace=ns, **parameters, return_state=True) for ns in namespaces}
 
     monkeypatch.setattr(fanout, "fan_out", in_process)
-    state = fanout.company_connections_fanout(warehouse=str(warehouse), base_url=sandbox.base_url,
+    state = fanout.company_connections_fanout(warehouse=str(warehouse), base_url=shared_sandbox.base_url,
                                               reports_dir=str(tmp_path / "reports"), export_formats=["csv"],
                                               return_state=True)
-    assert sorted(planned) == sorted([*sandbox.world.namespaces, LOST_NAMESPACE])
+    assert sorted(planned) == sorted([*shared_sandbox.world.namespaces, LOST_NAMESPACE])
     assert state.is_failed()
     assert f"1 of 3 namespaces not loaded (previous data kept): {LOST_NAMESPACE} (" in state.message
     with duckdb.connect(str(warehouse), read_only=True) as con:

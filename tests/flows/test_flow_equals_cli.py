@@ -95,10 +95,10 @@ def summary_row(namespace: dict[str, Any]) -> str:
 
 
 def test_the_flow_and_the_cli_leave_the_same_warehouse_files_and_summary(
-    sandbox: SandboxServer, tmp_path: Path, runs: RunReader
+    shared_sandbox: SandboxServer, tmp_path: Path, runs: RunReader
 ) -> None:
-    flow = run_flow(sandbox, tmp_path / "flow", runs)
-    cli = run_cli(sandbox, tmp_path / "cli", LOGIN)
+    flow = run_flow(shared_sandbox, tmp_path / "flow", runs)
+    cli = run_cli(shared_sandbox, tmp_path / "cli", LOGIN)
 
     assert flow.state.is_completed(), flow.state.message
     assert cli.sync.returncode == 0, cli.sync.stderr
@@ -127,16 +127,16 @@ def test_the_flow_and_the_cli_leave_the_same_warehouse_files_and_summary(
 
 
 def test_when_nothing_loads_neither_builds_and_both_fail_in_the_same_words(
-    sandbox: SandboxServer, tmp_path: Path, runs: RunReader, quick_retries: None
+    shared_sandbox: SandboxServer, tmp_path: Path, runs: RunReader, quick_retries: None
 ) -> None:
-    sandbox.faults.fail_namespaces = list(sandbox.world.namespaces)
+    shared_sandbox.faults.fail_namespaces = list(shared_sandbox.world.namespaces)
     try:
-        flow = run_flow(sandbox, tmp_path / "flow", runs)
-        cli = run_cli(sandbox, tmp_path / "cli", {**LOGIN, "SOURCES__COMPANY_CONNECTIONS__MAX_ATTEMPTS": "1"})
+        flow = run_flow(shared_sandbox, tmp_path / "flow", runs)
+        cli = run_cli(shared_sandbox, tmp_path / "cli", {**LOGIN, "SOURCES__COMPANY_CONNECTIONS__MAX_ATTEMPTS": "1"})
     finally:
-        sandbox.faults.fail_namespaces = []
+        shared_sandbox.faults.fail_namespaces = []
 
-    namespaces = sandbox.world.namespaces
+    namespaces = shared_sandbox.world.namespaces
     assert flow.state.is_failed()
     assert cli.sync.returncode == 1
     assert cli.summary["status"] == "nothing_loaded"

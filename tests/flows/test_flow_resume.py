@@ -42,17 +42,17 @@ def full(default_run: SharedRun) -> int:
 
 @pytest.mark.parametrize("restart", [False, True])
 def test_the_run_after_a_crash_resumes_unless_restarted(
-    restart: bool, sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str],
+    restart: bool, shared_sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str],
     runs: Any, full: int,
 ) -> None:
 
     warehouse = Path(paths["warehouse"])
-    _crashed_sync(sandbox, warehouse, full)
-    httpx.post(f"{sandbox.base_url}/_sandbox/stats/reset")
-    state = company_connections_sync(export_formats=["csv"], base_url=sandbox.base_url, **paths,
+    _crashed_sync(shared_sandbox, warehouse, full)
+    httpx.post(f"{shared_sandbox.base_url}/_sandbox/stats/reset")
+    state = company_connections_sync(export_formats=["csv"], base_url=shared_sandbox.base_url, **paths,
                                      restart=restart, return_state=True)
     assert state.is_completed(), state.message
-    rerun = _requests(sandbox)
+    rerun = _requests(shared_sandbox)
     kept = sum(o.requests_kept for o in state.result().namespaces)
     log = runs.log_text(state.state_details.flow_run_id)
     if restart:

@@ -46,14 +46,14 @@ def assert_no_secrets(text: str) -> None:
 
 
 def test_flow_syncs_builds_exports_and_publishes(
-    sandbox: SandboxServer, default_run: SharedRun, runs: Any
+    shared_sandbox: SandboxServer, default_run: SharedRun, runs: Any
 ) -> None:
     state, paths = default_run.state, default_run.paths
 
     assert state.is_completed(), state.message
     for table in ANALYTICS_TABLES:
         assert query(paths["warehouse"], f"select count(*) from analytics.{table}")[0][0] > 0, table
-    namespaces = sandbox.world.namespaces
+    namespaces = shared_sandbox.world.namespaces
     loaded = query(
         paths["warehouse"], "select distinct namespace_company_id from analytics.connections"
     )
@@ -107,7 +107,7 @@ def test_flow_syncs_builds_exports_and_publishes(
 
 
 def test_password_from_secret_block(
-    sandbox: SandboxServer,
+    shared_sandbox: SandboxServer,
     monkeypatch: pytest.MonkeyPatch,
     paths: dict[str, str],
     credentials: dict[str, str],
@@ -117,11 +117,11 @@ def test_password_from_secret_block(
     assert os.environ[EMAIL_ENV]  # the e-mail still comes from env, the password from the block
     Secret(value=credentials["password"]).save(PASSWORD_BLOCK, overwrite=True)
     try:
-        namespace = sandbox.world.namespaces[0]
+        namespace = shared_sandbox.world.namespaces[0]
         state = company_connections_sync(
             namespaces=[namespace],
             export_formats=["csv"],
-            base_url=sandbox.base_url,
+            base_url=shared_sandbox.base_url,
             **paths,
             return_state=True,
         )
@@ -137,17 +137,17 @@ def test_password_from_secret_block(
 
 
 def test_unknown_namespace_fails_the_run_at_once_naming_the_valid_ones(
-    sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
+    shared_sandbox: SandboxServer, credentials: dict[str, str], paths: dict[str, str], runs: Any
 ) -> None:
-    good, bad = sandbox.world.namespaces[0], UNKNOWN_NAMESPACE
+    good, bad = shared_sandbox.world.namespaces[0], UNKNOWN_NAMESPACE
 
     state = company_connections_sync(
-        namespaces=[bad, good], base_url=sandbox.base_url, **paths, return_state=True
+        namespaces=[bad, good], base_url=shared_sandbox.base_url, **paths, return_state=True
     )
 
     assert state.is_failed()
     assert f"unknown namespace '{bad}'" in state.message
-    assert f"user-info lists: {', '.join(sandbox.world.namespaces)}" in state.message
+    assert f"user-info lists: {', '.join(shared_sandbox.world.namespaces)}" in state.message
     # nothing read, nothing recorded: the warehouse is not even created
     assert not Path(paths["warehouse"]).exists()
     task_runs = {t.name.rsplit("-", 1)[0]: t for t in runs.task_runs(state.state_details.flow_run_id)}
@@ -156,7 +156,7 @@ def test_unknown_namespace_fails_the_run_at_once_naming_the_valid_ones(
 
 
 def test_namespace_whose_access_was_lost_fails_loudly(
-    sandbox: SandboxServer, lost_namespace_run: SharedRun, runs: Any
+    shared_sandbox: SandboxServer, lost_namespace_run: SharedRun, runs: Any
 ) -> None:
     lost, state, paths = LOST_NAMESPACE, lost_namespace_run.state, lost_namespace_run.paths
 
@@ -168,7 +168,7 @@ def test_namespace_whose_access_was_lost_fails_loudly(
     loaded = query(
         paths["warehouse"], "select distinct namespace_company_id from analytics.answers"
     )
-    assert {ns for (ns,) in loaded} == set(sandbox.world.namespaces)
+    assert {ns for (ns,) in loaded} == set(shared_sandbox.world.namespaces)
     recorded = query(paths["warehouse"], "select namespace_company_id, status from raw.sync_runs "
                      "where namespace_company_id = ? order by synced_at", lost)
     assert recorded[-1] == (lost, "failed")
@@ -181,7 +181,7 @@ def test_namespace_whose_access_was_lost_fails_loudly(
 
 
 def test_wrong_password_fails_fast_without_retries(
-    sandbox: SandboxServer,
+    shared_sandbox: SandboxServer,
     credentials: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
     paths: dict[str, str],
@@ -190,7 +190,7 @@ def test_wrong_password_fails_fast_without_retries(
     monkeypatch.setenv(PASSWORD_ENV, "not-the-password")
     started = time.monotonic()
 
-    state = company_connections_sync(base_url=sandbox.base_url, **paths, return_state=True)
+    state = company_connections_sync(base_url=shared_sandbox.base_url, **paths, return_state=True)
 
     assert state.is_failed()
     assert time.monotonic() - started < 30  # the first retry alone would wait 10 s, the second 60 s
@@ -215,16 +215,16 @@ def sync_one(namespace: str, warehouse: str, base_url: str) -> None:
 
 
 def test_sync_task_is_not_retried_on_bad_credentials(
-    sandbox: SandboxServer,
+    shared_sandbox: SandboxServer,
     credentials: dict[str, str],
     monkeypatch: pytest.MonkeyPatch,
     paths: dict[str, str],
     runs: Any,
 ) -> None:
     monkeypatch.setenv(PASSWORD_ENV, "not-the-password")
-    namespace = sandbox.world.namespaces[0]
+    namespace = shared_sandbox.world.namespaces[0]
 
-    state = sync_one(namespace, paths["warehouse"], sandbox.base_url, return_state=True)
+    state = sync_one(namespace, paths["warehouse"], shared_sandbox.base_url, return_state=True)
 
     assert state.is_failed() and "login rejected" in state.message
     (task_run,) = runs.task_runs(state.state_details.flow_run_id)
@@ -254,7 +254,7 @@ def test_sync_task_retries_an_unreachable_service(
 
 
 def test_namespaces_are_synced_concurrently_in_one_task_run(
-    sandbox: SandboxServer, default_run: SharedRun, runs: Any
+    shared_sandbox: SandboxServer, default_run: SharedRun, runs: Any
 ) -> None:
     state, paths = default_run.state, default_run.paths
 
@@ -267,7 +267,7 @@ def test_namespaces_are_synced_concurrently_in_one_task_run(
         "select sync_id, namespace_company_id, started_at, finished_at from raw.sync_runs "
         "where status = 'success' order by started_at",
     )
-    assert {ns for _, ns, _, _ in windows} == set(sandbox.world.namespaces)
+    assert {ns for _, ns, _, _ in windows} == set(shared_sandbox.world.namespaces)
     assert len({sync_id for sync_id, _, _, _ in windows}) == 1  # one sync, one token
     # every namespace was being fetched while every other one was: their windows overlap
     latest_start = max(started for _, _, started, _ in windows)
@@ -277,25 +277,25 @@ def test_namespaces_are_synced_concurrently_in_one_task_run(
     summary = next(
         a for a in runs.artifacts(state.state_details.flow_run_id) if a.key == SUMMARY_ARTIFACT_KEY
     )
-    for namespace in sandbox.world.namespaces:
+    for namespace in shared_sandbox.world.namespaces:
         assert f"| `{namespace}` | loaded |" in summary.data
 
 
 @pytest.mark.usefixtures("quick_retries")
 def test_a_retry_reads_only_the_failed_namespaces(
-    sandbox: SandboxServer,
+    shared_sandbox: SandboxServer,
     credentials: dict[str, str],
     paths: dict[str, str],
     runs: Any,
 ) -> None:
-    good, broken = sandbox.world.namespaces[:2]
-    sandbox.faults.fail_namespaces = [broken]
+    good, broken = shared_sandbox.world.namespaces[:2]
+    shared_sandbox.faults.fail_namespaces = [broken]
     try:
         state = company_connections_sync(
-            export_formats=["csv"], base_url=sandbox.base_url, **paths, return_state=True
+            export_formats=["csv"], base_url=shared_sandbox.base_url, **paths, return_state=True
         )
     finally:
-        sandbox.faults.fail_namespaces = []
+        shared_sandbox.faults.fail_namespaces = []
 
     assert state.is_failed()
     assert f"1 of 2 namespaces not loaded (previous data kept): {broken} (" in state.message

@@ -22,13 +22,13 @@ RUN_SECONDS = 240
 
 
 def test_a_one_off_run_on_a_temporary_server_sends_no_telemetry(
-    sandbox: SandboxServer, tmp_path: Path
+    shared_sandbox: SandboxServer, tmp_path: Path
 ) -> None:
     with ProxyTrap() as proxy:
         env = base_env(tmp_path / "home") | proxy.env | {
             "PYTHONPATH": str(REPO),
             "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-            "SOURCES__COMPANY_CONNECTIONS__BASE_URL": sandbox.base_url,
+            "SOURCES__COMPANY_CONNECTIONS__BASE_URL": shared_sandbox.base_url,
             "SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
             "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD,
         }

@@ -34,13 +34,13 @@ def prefect_api(prefect_server_api: str) -> str:
 
 @pytest.fixture
 def served(
-    prefect_api: str, sandbox: SandboxServer, tmp_path: Path
+    prefect_api: str, shared_sandbox: SandboxServer, tmp_path: Path
 ) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """`diligence schedule` (= `python -m flows.serve`) with the schedule and the credentials
     in its environment."""
     env = base_env(tmp_path / "serve-home") | {
         "PREFECT_API_URL": prefect_api,
-        "SOURCES__COMPANY_CONNECTIONS__BASE_URL": sandbox.base_url,
+        "SOURCES__COMPANY_CONNECTIONS__BASE_URL": shared_sandbox.base_url,
         "SOURCES__COMPANY_CONNECTIONS__EMAIL": DEFAULT_EMAIL,
         "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD,
         "SCHEDULE__CRON": CRON,

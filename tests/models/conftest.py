@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from diligence.analytics.models import ModelsResult, build_models
+from tests.helpers import made_once
 
 from .rawdb import (
     AS_OF,
@@ -143,9 +144,20 @@ def make_clean_raw(path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def clean_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModelsResult]:
-    """The warehouse of make_clean_raw, built as of AS_OF (read-only), and its build."""
-    path = make_clean_raw(tmp_path_factory.mktemp("clean") / "warehouse.duckdb")
-    return path, build_models(path, as_of=AS_OF)
+    """The warehouse of make_clean_raw, built as of AS_OF once for the whole run
+    (read-only), and its build."""
+    folder, built = made_once(tmp_path_factory, "clean",
+                              lambda folder: build_models(make_clean_raw(folder / "warehouse.duckdb"), as_of=AS_OF))
+    return folder / "warehouse.duckdb", built
+
+
+@pytest.fixture(scope="session")
+def empty_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModelsResult]:
+    """A warehouse without a raw layer (what `diligence models` before any sync makes),
+    built as of AS_OF once for the whole run (read-only), and its build."""
+    folder, built = made_once(tmp_path_factory, "empty",
+                              lambda folder: build_models(folder / "warehouse.duckdb", as_of=AS_OF))
+    return folder / "warehouse.duckdb", built
 
 
 @pytest.fixture(scope="session")

@@ -22,11 +22,29 @@ from .rawdb import (
 )
 
 NS = "ns"
+#: the namespaces of the completeness and the malformed-forms scenarios, built beside NS's
+COMPLETENESS_NS = "ns-completeness"
+MALFORMED_NS = "ns-malformed"
 
 
 @pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The three scenarios of this file, a namespace each, in one raw layer built once
+    (read-only): every field shape (NS), completeness counts, malformed forms."""
     path = create_raw(tmp_path_factory.mktemp("answers") / "warehouse.duckdb")
+    _field_shapes_raw(path)
+    _completeness_raw(path)
+    _malformed_raw(path)
+    build_models(path, as_of=AS_OF)
+    return path
+
+
+@pytest.fixture(scope="module")
+def answers(built: Path) -> dict[str, dict]:
+    return by("field_id", rows(built, "select * from analytics.answers where namespace_company_id = ?", [NS]))
+
+
+def _field_shapes_raw(path: Path) -> None:
     insert(path, "companies", [company(NS, NS, "Self"), company(NS, "c1", "Acme")])
     insert(path, "connections", [connection(NS, "c1", "Acme")])
     fields = [
@@ -104,8 +122,6 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     )
     assert '"information": null' in questionnaire_row["forms_json"]
     insert(path, "questionnaires", [questionnaire_row])
-    build_models(path, as_of=AS_OF)
-    return by("field_id", rows(path, "select * from analytics.answers"))
 
 
 def test_labels_are_excluded(answers: dict[str, dict]) -> None:
@@ -200,15 +216,15 @@ def test_positions(answers: dict[str, dict]) -> None:
     assert (answers["null_info"]["form_position"], answers["null_info"]["field_position"]) == (2, 1)
 
 
-def test_completeness_counts(tmp_path: Path) -> None:
-    path = create_raw(tmp_path / "warehouse.duckdb")
-    insert(path, "connections", [connection(NS, "c1", "Acme"), connection(NS, "c2", "Bravo")])
+def _completeness_raw(path: Path) -> None:
+    ns = COMPLETENESS_NS
+    insert(path, "connections", [connection(ns, "c1", "Acme"), connection(ns, "c2", "Bravo")])
     insert(
         path,
         "questionnaires",
         [
             questionnaire(
-                NS,
+                ns,
                 "c1",
                 "t1",
                 [
@@ -222,14 +238,17 @@ def test_completeness_counts(tmp_path: Path) -> None:
                     )
                 ],
             ),
-            questionnaire(NS, "c2", "t1", [form("f", "F", field("h", "Label", "Only a label"))]),
-            questionnaire(NS, "c2", "t2", []),
+            questionnaire(ns, "c2", "t1", [form("f", "F", field("h", "Label", "Only a label"))]),
+            questionnaire(ns, "c2", "t2", []),
         ],
     )
-    build_models(path, as_of=AS_OF)
+
+
+def test_completeness_counts(built: Path) -> None:
     result = {
         (r["company_id"], r["company_type_id"]): r
-        for r in rows(path, "select * from analytics.questionnaire_completeness")
+        for r in rows(built, "select * from analytics.questionnaire_completeness where namespace_company_id = ?",
+                      [COMPLETENESS_NS])
     }
     assert len(result) == 3
     full = result[("c1", "t1")]
@@ -242,8 +261,8 @@ def test_completeness_counts(tmp_path: Path) -> None:
     assert full["company_name"] is None  # no company details were read
 
 
-def test_malformed_forms_do_not_fail_the_build(tmp_path: Path) -> None:
-    path = create_raw(tmp_path / "warehouse.duckdb")
+def _malformed_raw(path: Path) -> None:
+    ns = MALFORMED_NS
     odd_forms = (
         '[null, "x", {"id": 1, "fields": [null, {"id": "f", "type": 5, '
         '"options": [null, "s", {"id": 2}], "information": [1, 2]}]}]'
@@ -252,14 +271,19 @@ def test_malformed_forms_do_not_fail_the_build(tmp_path: Path) -> None:
         path,
         "questionnaires",
         [
-            questionnaire(NS, NS, "t1", odd_forms),
-            questionnaire(NS, NS, "t2", '{"not": "a list"}'),
-            questionnaire(NS, NS, "t3", "null"),
-            questionnaire(NS, NS, "t4", '[{"id": "f", "fields": {}}]'),
+            questionnaire(ns, ns, "t1", odd_forms),
+            questionnaire(ns, ns, "t2", '{"not": "a list"}'),
+            questionnaire(ns, ns, "t3", "null"),
+            questionnaire(ns, ns, "t4", '[{"id": "f", "fields": {}}]'),
         ],
     )
-    result = build_models(path, as_of=AS_OF)
-    assert result.row_counts["analytics.questionnaire_completeness"] == 4
-    [answer] = rows(path, "select * from analytics.answers")
+
+
+def test_malformed_forms_do_not_fail_the_build(built: Path) -> None:
+    """The build of `built` ran with them; they are read as far as they make sense."""
+    completeness = rows(built, "select * from analytics.questionnaire_completeness where namespace_company_id = ?",
+                        [MALFORMED_NS])
+    assert len(completeness) == 4
+    [answer] = rows(built, "select * from analytics.answers where namespace_company_id = ?", [MALFORMED_NS])
     assert (answer["form_id"], answer["form_position"], answer["field_position"]) == ("1", 3, 2)
     assert (answer["field_type"], answer["answer_text"]) == ("5", "1; 2")

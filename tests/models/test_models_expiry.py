@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from diligence.analytics.models import build_models
+from diligence.analytics.models import ModelsResult, build_models
 
 from .helpers import by, rows
 from .rawdb import AS_OF, connection, create_raw, document, insert
@@ -66,9 +66,11 @@ def raw_documents(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def built_documents(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The documents built as of AS_OF with a 30-day window (the default), read-only."""
+    """The documents built as of AS_OF with a 30-day window (the default), read-only.
+    AS_OF is given in another zone (UTC-5): the boundaries hold only if an aware as_of is
+    read as the instant it is."""
     path = _raw_documents(tmp_path_factory.mktemp("expiry") / "warehouse.duckdb")
-    build_models(path, as_of=AS_OF, expiring_within_days=30)
+    build_models(path, as_of=AS_OF.astimezone(timezone(timedelta(hours=-5))), expiring_within_days=30)
     return path
 
 
@@ -108,42 +110,36 @@ def test_dates_are_read_as_utc_timestamps(built_documents: Path) -> None:
     assert types_by_column["days_until_expiry"] == "INTEGER"
 
 
-def test_window_and_aware_as_of(raw_documents: Path) -> None:
-    # the same instant as AS_OF, given in another zone
-    as_of = AS_OF.astimezone(timezone(timedelta(hours=-5)))
-    build_models(raw_documents, as_of=as_of, expiring_within_days=1)
-    result = by("document_id", rows(raw_documents, "select * from analytics.document_expiry"))
-    assert result["in_a_day"]["expiry_status"] == "expiring"
-    assert result["exactly_now_plus_n"]["expiry_status"] == "valid"
-    assert result["exactly_now"]["expiry_status"] == "expiring"
-
-
-def test_days_are_those_of_the_configured_time_zone(raw_documents: Path) -> None:
+def test_days_are_those_of_the_configured_time_zone_and_the_window_counts_them(raw_documents: Path) -> None:
     """At 23:30 UTC on 1 March it is 2 March in Tokyo: a document of 1 March has expired
-    there (-1), and one of the next day is due today (0)."""
+    there (-1), and one of the next day is due today (0). With a one-day window, one due
+    on 3 March (tomorrow in Tokyo) is expiring and one due on 4 March is valid."""
+    insert(raw_documents, "documents", [
+        document(NS, "c1", "t1", "tokyo_tomorrow", "2026-03-03T00:00:00"),
+        document(NS, "c1", "t1", "tokyo_in_two_days", "2026-03-04T00:00:00"),
+    ])
     late = AS_OF.replace(hour=23, minute=30)
-    result = build_models(raw_documents, as_of=late, time_zone="Asia/Tokyo")
-    assert result.time_zone == "Asia/Tokyo"
+    result = build_models(raw_documents, as_of=late, time_zone="Asia/Tokyo", expiring_within_days=1)
+    assert (result.time_zone, result.expiring_within_days) == ("Asia/Tokyo", 1)
     found = by("document_id", rows(raw_documents, "select * from analytics.document_expiry"))
     assert (found["today_last_second"]["expiry_status"], found["today_last_second"]["days_until_expiry"]) == (
         "expired", -1)
-    assert found["in_a_day"]["days_until_expiry"] == 0
+    assert (found["in_a_day"]["expiry_status"], found["in_a_day"]["days_until_expiry"]) == ("expiring", 0)
+    assert (found["tokyo_tomorrow"]["expiry_status"], found["tokyo_tomorrow"]["days_until_expiry"]) == (
+        "expiring", 1)
+    assert (found["tokyo_in_two_days"]["expiry_status"], found["tokyo_in_two_days"]["days_until_expiry"]) == (
+        "valid", 2)
+    assert found["exactly_now_plus_n"]["expiry_status"] == "valid"  # 29 days: past the window
     with pytest.raises(ValueError, match="not a known time zone"):
         build_models(raw_documents, time_zone="Mars/Olympus")
 
 
-def test_default_as_of_is_build_time(raw_documents: Path) -> None:
-    before = datetime.now(UTC).replace(tzinfo=None)
-    result = build_models(raw_documents)
-    after = datetime.now(UTC).replace(tzinfo=None)
-    assert before <= result.as_of <= after
-    evaluated = rows(raw_documents, "select distinct evaluated_at from analytics.document_expiry")
-    assert [r["evaluated_at"] for r in evaluated] == [result.as_of.replace(tzinfo=UTC)]
-
-
-def test_missing_expiration_column_means_no_expiry(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def built_without_expiration_column(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ModelsResult, datetime, datetime]:
+    """A documents table without its expiration column, built with no as_of given (read-
+    only); the build, and the UTC times just before and after it."""
     # dlt creates a column only once it has seen a non-null value
-    path = create_raw(tmp_path / "warehouse.duckdb", tables=["connections"])
+    path = create_raw(tmp_path_factory.mktemp("no-expiration") / "warehouse.duckdb", tables=["connections"])
     insert(path, "connections", [connection(NS, "c1", "Acme")])
     with duckdb.connect(str(path)) as con:
         con.execute(
@@ -154,7 +150,25 @@ def test_missing_expiration_column_means_no_expiry(tmp_path: Path) -> None:
         con.execute(
             "insert into raw.documents values ('ns', 'c1', 't1', 'd1', 'a.pdf', now(), now(), null)"
         )
-    build_models(path, as_of=AS_OF)
+    before = datetime.now(UTC).replace(tzinfo=None)
+    result = build_models(path)
+    after = datetime.now(UTC).replace(tzinfo=None)
+    return path, result, before, after
+
+
+def test_default_as_of_is_build_time(
+    built_without_expiration_column: tuple[Path, ModelsResult, datetime, datetime],
+) -> None:
+    path, result, before, after = built_without_expiration_column
+    assert before <= result.as_of <= after
+    evaluated = rows(path, "select distinct evaluated_at from analytics.document_expiry")
+    assert [r["evaluated_at"] for r in evaluated] == [result.as_of.replace(tzinfo=UTC)]
+
+
+def test_missing_expiration_column_means_no_expiry(
+    built_without_expiration_column: tuple[Path, ModelsResult, datetime, datetime],
+) -> None:
+    path = built_without_expiration_column[0]
     result = rows(path, "select * from analytics.document_expiry")
     assert [(r["document_id"], r["expiry_status"], r["expiration_date"]) for r in result] == [
         ("d1", "no_expiry", None)

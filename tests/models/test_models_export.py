@@ -10,7 +10,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from diligence.analytics.models import build_models
+from diligence.analytics.models import ModelsResult, build_models
 from diligence.errors import WarehouseNotReadyError
 from diligence.report.export import REPORTS, ExportedFile, export_reports
 from diligence.warehouse import Warehouse
@@ -75,25 +75,15 @@ def test_csv_has_header_and_readable_lists(clean_warehouse: Path, tmp_path: Path
     assert unanswered.selected_option_ids == ""  # NULL: an empty cell
 
 
-def test_csv_lists_with_the_separator_stay_whole(tmp_path: Path) -> None:
-    path = create_raw(tmp_path / "warehouse.duckdb")
-    insert(path, "connections", [connection("ns", "c1", "Acme", received=["t1"])])
-    checkbox = field(
-        "q",
-        "Checkbox",
-        "Markets",
-        {"options": [{"id": "o1", "value": "A; B"}, {"id": "o2", "value": "C"}]},
-        [{"id": "o1", "value": "A; B"}, {"id": "o2", "value": "C"}],
-    )
-    insert(path, "questionnaires", [questionnaire("ns", "c1", "t1", [form("f", "F", checkbox)])])
-    build_models(path, as_of=AS_OF)
-    export_of(path, tmp_path / "csv", "csv")
-    export_of(path, tmp_path / "parquet", "parquet")
-    csv_row = pd.read_csv(tmp_path / "csv" / "answers.csv").iloc[0]
+def test_csv_lists_with_the_separator_stay_whole(hostile_warehouse: Path, tmp_path: Path) -> None:
+    export_of(hostile_warehouse, tmp_path / "csv", "csv")
+    export_of(hostile_warehouse, tmp_path / "parquet", "parquet")
+    answers = pd.read_csv(tmp_path / "csv" / "answers.csv")
+    csv_row = answers[answers.field_id == "q"].iloc[0]
     assert json.loads(csv_row.selected_option_values) == ["A; B", "C"]
     assert json.loads(csv_row.selected_option_ids) == ["o1", "o2"]
-    parquet_row = pd.read_parquet(tmp_path / "parquet" / "answers.parquet").iloc[0]
-    assert list(parquet_row.selected_option_values) == ["A; B", "C"]
+    parquet = pd.read_parquet(tmp_path / "parquet" / "answers.parquet")
+    assert list(parquet[parquet.field_id == "q"].iloc[0].selected_option_values) == ["A; B", "C"]
 
 
 def test_parquet_keeps_lists(clean_warehouse: Path, tmp_path: Path) -> None:
@@ -115,9 +105,8 @@ def test_export_replaces_files_and_leaves_no_temporaries(
     assert (out / "answers.csv").read_text(encoding="utf-8") != "stale"
 
 
-def test_export_of_empty_models(tmp_path: Path) -> None:
-    warehouse = tmp_path / "empty.duckdb"
-    build_models(warehouse, as_of=AS_OF)
+def test_export_of_empty_models(empty_build: tuple[Path, ModelsResult], tmp_path: Path) -> None:
+    warehouse = empty_build[0]
     for fmt in ("csv", "parquet"):
         exported = export_of(warehouse, tmp_path / fmt, fmt)  # type: ignore[arg-type]
         assert {e.rows for e in exported} == {0}
@@ -144,7 +133,8 @@ FORMULA = "=cmd|' /C calc'!A0"
 
 @pytest.fixture(scope="module")
 def hostile_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Built from counterparty values that a spreadsheet would run (read-only)."""
+    """Built from counterparty values that a spreadsheet would run, and a checkbox whose
+    option values hold the CSV list separator (read-only)."""
     path = create_raw(tmp_path_factory.mktemp("hostile") / "warehouse.duckdb")
     insert(path, "connections", [connection("ns", "c1", HYPERLINK, received=["t1"])])
     fields = [
@@ -152,6 +142,13 @@ def hostile_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
         field("plus", "Input", "Plus", {"value": "+1+1"}),
         field("tab", "Input", "Tab", {"value": "\t@SUM(1)"}),
         field("plain", "Input", "Plain", {"value": "a = b"}),
+        field(
+            "q",
+            "Checkbox",
+            "Markets",
+            {"options": [{"id": "o1", "value": "A; B"}, {"id": "o2", "value": "C"}]},
+            [{"id": "o1", "value": "A; B"}, {"id": "o2", "value": "C"}],
+        ),
     ]
     insert(path, "questionnaires", [questionnaire("ns", "c1", "t1", [form("f", "F", *fields)])])
     build_models(path, as_of=AS_OF)
@@ -166,7 +163,8 @@ def test_csv_neutralises_formula_triggers_and_parquet_keeps_values(
     export_of(path, tmp_path / "parquet", "parquet")
     answers = pd.read_csv(tmp_path / "csv" / "answers.csv", keep_default_na=False)
     texts = dict(zip(answers.field_id, answers.answer_text, strict=True))
-    assert texts == {"cmd": "'" + FORMULA, "plus": "'+1+1", "tab": "'\t@SUM(1)", "plain": "a = b"}
+    assert texts == {"cmd": "'" + FORMULA, "plus": "'+1+1", "tab": "'\t@SUM(1)", "plain": "a = b",
+                     "q": "A; B; C"}
     connections = pd.read_csv(tmp_path / "csv" / "connections.csv", keep_default_na=False)
     assert list(connections.company_name) == ["'" + HYPERLINK]
     assert answers.field_position.dtype.kind == "i"  # numbers stay numbers

@@ -14,7 +14,7 @@ from diligence.steps import report_step
 from diligence.warehouse import Warehouse
 from sandbox import edits
 from sandbox.server import SandboxServer
-from tests.helpers import copy_warehouse, query, sync
+from tests.helpers import TODAY, copy_warehouse, query, sync
 
 
 @dataclass
@@ -30,14 +30,13 @@ class Synced:
 
 
 @pytest.fixture(scope="package")
-def synced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synced]:
-    """Sync the small sandbox and build the models (a copy is kept), change an answer, a
-    document's expiry, delete a document and drop a connection, sync again, build the
-    models and write the report."""
+def synced(tmp_path_factory: pytest.TempPathFactory, synced_small: Path) -> Iterator[Synced]:
+    """Sync the small sandbox (a copy of `synced_small`) and build the models (a copy is
+    kept), change an answer, a document's expiry, delete a document and drop a connection,
+    sync again, build the models and write the report."""
     folder = tmp_path_factory.mktemp("report")
-    warehouse = folder / "warehouse.duckdb"
-    with SandboxServer(scale="small") as server:
-        assert not sync(server, warehouse).failed
+    warehouse = copy_warehouse(synced_small, folder / "warehouse.duckdb")
+    with SandboxServer(scale="small", today=TODAY) as server:
         rebuild_analytics(warehouse)
         con = duckdb.connect(str(warehouse), read_only=True)
         try:

@@ -50,15 +50,8 @@ class Api:
 
 
 @pytest.fixture(scope="session")
-def sandbox() -> Iterator[SandboxServer]:
-    """The shared small sandbox (seed 7). Tests must not mutate it."""
-    with SandboxServer(scale="small", seed=7) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def api(sandbox: SandboxServer) -> Iterator[Api]:
-    client = Api(sandbox)
+def api(shared_sandbox: SandboxServer) -> Iterator[Api]:
+    client = Api(shared_sandbox)
     client.token = client.login()
     yield client
     client.close()

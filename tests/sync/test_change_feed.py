@@ -20,7 +20,7 @@ from diligence.analytics import rebuild_analytics
 from diligence.analytics.digest import read_digest
 from diligence.warehouse import Warehouse
 from sandbox.server import SandboxServer
-from tests.helpers import query, sync
+from tests.helpers import TODAY, copy_warehouse, query, sync
 
 pytestmark = pytest.mark.slow
 
@@ -59,12 +59,14 @@ class Feed:
 
 
 @pytest.fixture(scope="module")
-def feed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Feed]:
-    """Sync the small sandbox twice unchanged, edit it (answers, documents, connections,
-    a template, a key of an endpoint), sync again, then once more unchanged."""
-    warehouse = tmp_path_factory.mktemp("feed") / "warehouse.duckdb"
-    with SandboxServer(scale="small") as server:
-        syncs = [_sync(server, warehouse, build=False), _sync(server, warehouse)]
+def feed(tmp_path_factory: pytest.TempPathFactory, synced_small: Path) -> Iterator[Feed]:
+    """Sync the small sandbox twice unchanged (the first is a copy of `synced_small`), edit
+    it (answers, documents, connections, a template, a key of an endpoint), sync again,
+    then once more unchanged."""
+    warehouse = copy_warehouse(synced_small, tmp_path_factory.mktemp("feed") / "warehouse.duckdb")
+    [(first,)] = query(warehouse, "select distinct sync_id from raw.sync_runs")
+    with SandboxServer(scale="small", today=TODAY) as server:
+        syncs = [first, _sync(server, warehouse)]
         expected = _edit(server, warehouse)  # reads the models of the unchanged world
         syncs += [_sync(server, warehouse, build=False), _sync(server, warehouse)]
     yield Feed(warehouse, syncs, expected)
