@@ -51,8 +51,6 @@ log = logging.getLogger(__name__)
 
 #: A file whose free blocks are at least this share of its blocks is written anew.
 COMPACT_AT_FREE_SHARE = 0.25
-#: The alias of the new file while it is written.
-_NEW = "compacting"
 #: What must be the same in both files: every table (and its comment), view, column of
 #: either (type, default, nullability, comment) and constraint, by schema and name. Not a
 #: view's SQL text: DuckDB writes it anew from the parsed view, and an ``EXCLUDE`` list
@@ -105,11 +103,12 @@ def compact_if_wasteful(warehouse: Path, share: float = COMPACT_AT_FREE_SHARE) -
         con.execute("checkpoint")
         if free_share(con, database) < share:
             return None
-        con.execute(f"attach {sql_string(str(temporary))} as {_NEW}")
-        con.execute(f"copy from database {sql_identifier(database)} to {_NEW}")
-        con.execute(f"checkpoint {_NEW}")
-        difference = _difference(con, database, _NEW)
-        con.execute(f"detach {_NEW}")
+        new = f"{database}_compacted"  # the new file's alias: never the file's own name
+        con.execute(f"attach {sql_string(str(temporary))} as {sql_identifier(new)}")
+        con.execute(f"copy from database {sql_identifier(database)} to {sql_identifier(new)}")
+        con.execute(f"checkpoint {sql_identifier(new)}")
+        difference = _difference(con, database, new)
+        con.execute(f"detach {sql_identifier(new)}")
         if difference:
             log.warning("not compacting %s: the new file differs (%s); the old one is kept", path.name, difference)
             return None
