@@ -84,6 +84,14 @@ def test_a_wasteful_file_is_written_anew_with_everything_in_it(clean_warehouse: 
     assert sorted(p.name for p in path.parent.iterdir()) == ["kept", "warehouse.duckdb"]  # no new file or WAL left
 
 
+def test_a_warehouse_whose_name_is_the_new_files_alias_is_compacted_too(clean_warehouse: Path) -> None:
+    # the new file is attached beside the warehouse, under an alias of its own
+    path = wasteful(clean_warehouse).rename(clean_warehouse.with_name("compacting.duckdb"))
+    done = compact_if_wasteful(path)
+    assert done is not None and path.stat().st_size == done.bytes_after
+    assert _free(path) < COMPACT_AT_FREE_SHARE
+
+
 def test_a_file_with_little_free_is_left_alone(clean_warehouse: Path) -> None:
     identity = os.stat(clean_warehouse)
     assert _free(clean_warehouse) < COMPACT_AT_FREE_SHARE
