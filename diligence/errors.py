@@ -87,6 +87,7 @@ __all__ = [
     "WarehouseBusyError",
     "WarehouseNotReadyError",
     "EvidenceError",
+    "RegisterError",
     "NamespaceSyncError",
     "disk_full_line",
     "redact",
@@ -156,6 +157,15 @@ class EvidenceError(DiligenceError):
     """The evidence cannot serve the command as given: no store, an ``--as-of`` before
     the first sync, a company the warehouse does not know, a replay into a warehouse
     that has data. The message says which."""
+
+    transient = False
+    exit_code = 2
+
+
+class RegisterError(DiligenceError):
+    """The register as of a date cannot be made as asked: a date before the warehouse's
+    first sync, an ``--out`` that is the warehouse or its analysts' copy, a lake. The
+    message says which; nothing is written."""
 
     transient = False
     exit_code = 2

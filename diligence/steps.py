@@ -32,8 +32,10 @@ before its sync could record one.
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -43,7 +45,7 @@ from .attempts import record_failed_attempt
 from .config import DEFAULT_REPORTS_DIR, analytics_timezone, exports_keep
 from .config import csv_raw as configured_csv_raw
 from .config import expiring_within_days as configured_expiry
-from .errors import SyncError, WarehouseNotReadyError
+from .errors import DbtError, RegisterError, SyncError, WarehouseNotReadyError
 from .warehouse import DEFAULT_WAREHOUSE, Warehouse, open_warehouse
 from .words import counted
 
@@ -52,6 +54,7 @@ if TYPE_CHECKING:  # also the types the flows annotate with: they import them fr
 
     from .analytics import AnalyticsResult
     from .analytics.checks import CheckResult
+    from .analytics.register import RegisterResult
     from .documents import DownloadSummary
     from .report.export import ExportedFile, ExportResult, Format
     from .report.page import ReportResult
@@ -68,6 +71,8 @@ __all__ = [
     "known_export_formats",
     "nothing_loaded",
     "open_warehouse",
+    "register_of",
+    "register_step",
     "report_step",
     "run_pipeline",
     "source_settings",
@@ -242,16 +247,9 @@ def analytics_step(
     from .analytics import (
         rebuild_analytics,  # start-up (dbt 2.1 s of imports): dbt loads for a model build only
     )
-    from .resume import unfinished_namespaces
 
     with warehouse.writing(wait_seconds=wait_seconds):
-        unfinished = unfinished_namespaces(warehouse)
-        if unfinished:
-            names = ", ".join(f"{u.namespace} (sync {u.sync_id})" for u in unfinished)
-            raise WarehouseNotReadyError(
-                f"not building or publishing: the last sync of {names} ended before it was "
-                "committed; rerun `diligence sync` to finish it (nothing half-done is published)"
-            )
+        _refuse_unfinished(warehouse, "building or publishing")
         result = rebuild_analytics(
             warehouse,
             expiring_within_days=configured_expiry(expiring_within_days),
@@ -262,6 +260,69 @@ def analytics_step(
         )
         warehouse.compact()  # the build rewrote the marts: their old blocks are free now
         return result
+
+
+def register_step(
+    warehouse: Warehouse,
+    as_of: datetime,
+    out: Path,
+    *,
+    expiring_within_days: int | None = None,
+    time_zone: str | None = None,
+    wait_seconds: float = 0.0,
+) -> RegisterResult:
+    """Build every model as the warehouse knew it at `as_of` into the file `out`, never
+    touching `analytics` or the analysts' copy (:mod:`diligence.analytics.register`).
+    The window and time zone are resolved as for :func:`analytics_step`; refused like
+    it while a namespace's last sync is unfinished."""
+    from .analytics.register import build_register  # start-up: see analytics_step
+
+    with warehouse.writing(wait_seconds=wait_seconds):
+        _refuse_unfinished(warehouse, "building the register")
+        return build_register(warehouse, as_of, out, expiring_within_days=configured_expiry(expiring_within_days),
+                              time_zone=analytics_timezone(time_zone), wait_seconds=wait_seconds)
+
+
+@contextlib.contextmanager
+def register_of(
+    warehouse: Warehouse,
+    as_of: datetime,
+    *,
+    expiring_within_days: int | None = None,
+    time_zone: str | None = None,
+    wait_seconds: float = 0.0,
+) -> Iterator[tuple[Warehouse, RegisterResult]]:
+    """The register as of `as_of` (:func:`register_step`) in a private file beside the
+    warehouse, for the block: the export and the report read it as they read a
+    warehouse's `analytics`. Raises :class:`~diligence.errors.DbtError` when a check
+    failed (nothing to read); the file is gone when the block ends."""
+    if warehouse.path is None:
+        raise RegisterError("--as-of needs a DuckDB file warehouse, not a lake")
+    scratch = Path(tempfile.mkdtemp(prefix=f".{warehouse.path.name}.register-", dir=warehouse.path.parent))
+    try:
+        result = register_step(warehouse, as_of, scratch / "register.duckdb",
+                               expiring_within_days=expiring_within_days, time_zone=time_zone,
+                               wait_seconds=wait_seconds)
+        if result.out is None:
+            raise DbtError(f"the register as of {result.as_of.isoformat()} failed its checks: "
+                             + failure_message((), result.failed_checks))
+        yield Warehouse(result.out), result
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _refuse_unfinished(warehouse: Warehouse, doing: str) -> None:
+    """Raise :class:`WarehouseNotReadyError`, naming each namespace, while a namespace's
+    last sync attempt ended before it was committed (a rerun of the sync finishes it)."""
+    from .resume import unfinished_namespaces
+
+    unfinished = unfinished_namespaces(warehouse)
+    if unfinished:
+        names = ", ".join(f"{u.namespace} (sync {u.sync_id})" for u in unfinished)
+        raise WarehouseNotReadyError(
+            f"not {doing}: the last sync of {names} ended before it was "
+            "committed; rerun `diligence sync` to finish it (nothing half-done is published)"
+        )
 
 
 def export_step(

@@ -15,7 +15,8 @@ naming the model. The history marts are incremental: the swap keeps each one's r
 table as the next build's `<name>__build`, which that build extends (:mod:`.incremental`).
 
 Parameters reach the SQL as dbt vars of the invocation: ``as_of`` (UTC timestamp),
-``expiring_within_days`` and ``time_zone`` (whose calendar days expiry counts).
+``versions_at_as_of`` (whether the models show the versions valid at ``as_of`` or every
+one), ``expiring_within_days`` and ``time_zone`` (whose calendar days expiry counts).
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ def build_models(
     project_dir: Path = PROJECT_DIR,
     full_refresh: bool = False,
     time_zone: str = DEFAULT_TIMEZONE,
+    versions_at_as_of: bool = False,
 ) -> ModelsResult:
     """Build the dbt project beside `analytics` and run its checks, then swap the build
     in (see the module docstring).
@@ -123,7 +125,10 @@ def build_models(
     anew from all of `raw` (the same tables). `memory_limit` is DuckDB's, or chosen
     before the build from the bytes of questionnaire forms it will parse (a function of
     them and of the history marts' rows, such as
-    :func:`~diligence.warehouse.models_memory_limit`).
+    :func:`~diligence.warehouse.models_memory_limit`). With `versions_at_as_of` every
+    model shows the warehouse as it stood at `as_of`, the versions valid then (the
+    register as of a date, :mod:`.register`; dbt var ``versions_at_as_of``); otherwise
+    `as_of` moves only the clock, over every version.
     """
     if isinstance(expiring_within_days, bool) or not isinstance(expiring_within_days, int):
         raise TypeError("expiring_within_days must be an int")
@@ -136,6 +141,7 @@ def build_models(
         "as_of": as_of_utc.isoformat(sep=" "),
         "expiring_within_days": expiring_within_days,
         "time_zone": _known_time_zone(time_zone),
+        "versions_at_as_of": versions_at_as_of,
     }
     manifest = prepare("build", project_dir)
     variables["fingerprints"] = fingerprints(manifest, variables)

@@ -81,6 +81,14 @@ WarehouseOption = Annotated[
         f"{DEFAULT_WAREHOUSE}), or a DuckLake: ducklake:postgres:<conninfo>.",
     ),
 ]
+AsOfOption = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of", show_default=False,
+        help="As the warehouse knew it at this UTC timestamp (e.g. 2026-06-30T23:59:59): the register "
+        "as of that date, built aside from analytics.",
+    ),
+]
 DataPathOption = Annotated[
     str | None,
     typer.Option(

@@ -8,10 +8,12 @@ and prints what it wrote. `changes` (:mod:`diligence.cli.changes`) reads it too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,10 +21,12 @@ from ..errors import CommandError
 from ..report.export import Format
 from .base import (
     EXIT_USAGE,
+    AsOfOption,
     DataPathOption,
     EvidenceOption,
     WarehouseOption,
     _no_warehouse,
+    _parse_as_of,
     _quiet,
     _require_data,
     _say,
@@ -97,12 +101,15 @@ def export(
             "tab or CR (for machine consumers; also [export] csv_raw in config).",
         ),
     ] = False,
+    as_of: AsOfOption = None,
 ) -> None:
     """Write answers, document_expiry, questionnaire_completeness, connections and
     answers_wide as <report>.<csv|parquet>, into a new folder per run under reports/
     (<date>T<time>Z-<sync id>, UTC; reports/latest names the newest, [exports] keep of
     them are kept, default 30) or exactly into --out. CSV text cells that begin with =, +,
-    -, @, a tab or CR get a leading ' so that spreadsheets do not run them as formulas."""
+    -, @, a tab or CR get a leading ' so that spreadsheets do not run them as formulas.
+    With --as-of, the reports as the warehouse knew them then (the register as of a date,
+    built aside: `analytics` stays as it is)."""
     from ..steps import (
         export_step,  # start-up (DuckDB 0.13 s of imports): DuckDB loads when a command runs
     )
@@ -114,7 +121,8 @@ def export(
         raise CommandError(f"--format must be {expected}, not {format!r}", EXIT_USAGE) from None
     owner = _warehouse(warehouse, data_path)
     _require_data(owner)
-    result = export_step(owner, out_dir, [fmt], csv_raw=csv_raw)
+    with _as_of(owner, as_of) as reading:
+        result = export_step(reading, out_dir, [fmt], csv_raw=csv_raw)
     if _quiet():
         out.print(f"exported {len(result.files)} reports ({fmt}) into {result.folder}", highlight=False)
         return
@@ -178,11 +186,13 @@ def report(
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
     out_file: Annotated[Path, out_option("HTML file to write.")] = Path("reports/report.html"),
+    as_of: AsOfOption = None,
 ) -> None:
     """Write one self-contained HTML report of the warehouse (opens without network).
 
     Headline numbers, documents expired/expiring on a timeline, completeness per
-    counterparty, what changed since the previous sync and open sync issues.
+    counterparty, what changed since the previous sync and open sync issues. With
+    --as-of, as the warehouse knew it then (`analytics` stays as it is).
     """
     # start-up (altair 0.3 s of imports): DuckDB, altair and jinja2 load when the command runs
     from ..steps import report_step
@@ -190,5 +200,22 @@ def report(
     owner = _warehouse(warehouse, data_path)
     if not owner.exists():
         raise _no_warehouse(owner)
-    result = report_step(owner, out_file)
+    with _as_of(owner, as_of) as reading:
+        result = report_step(reading, out_file)
     out.print(f"report: {result.path}  ({result.bytes / 1e6:.1f} MB)", highlight=False)
+
+
+@contextlib.contextmanager
+def _as_of(owner: Any, as_of: str | None) -> Iterator[Any]:
+    """`owner`, or with `as_of` the register as of then, built aside for the command (its
+    line says which sync it stands on)."""
+    when = _parse_as_of(as_of)
+    if when is None:
+        yield owner
+        return
+    from ..steps import register_of  # start-up: see export
+
+    with register_of(owner, when) as (register, built):
+        out.print(f"as of {built.as_of.isoformat()}: the warehouse as the sync of "
+                  f"{built.synced_at.isoformat()} left it", highlight=False)
+        yield register

@@ -196,14 +196,21 @@ def models(
     ] = None,
     as_of: Annotated[
         str | None,
-        typer.Option(help="Compute expiry as of this UTC timestamp instead of now (reproducible)."),
+        typer.Option(help="The warehouse as it stood at this UTC timestamp, expiry evaluated then "
+                     "(e.g. 2026-06-30T23:59:59); a past one needs --out."),
+    ] = None,
+    out_file: Annotated[
+        Path | None,
+        typer.Option("--out", help="Build the register as of --as-of (default: now) into this DuckDB file "
+                     "instead of analytics; the warehouse's analytics and analysts' copy stay as they are."),
     ] = None,
     wait: Annotated[
         float, typer.Option(help="Seconds to wait for a sync or session holding the warehouse.", min=0)
     ] = 0.0,
     publish: Annotated[
         bool,
-        typer.Option("--publish", help="With --as-of in the past: publish that build to the analysts' copy anyway."),
+        typer.Option("--publish", help="With --as-of in the past and no --out: publish today's data with "
+                     "expiry as of then to the analysts' copy anyway."),
     ] = False,
     full_refresh: Annotated[
         bool,
@@ -214,19 +221,41 @@ def models(
     """(Re)build the analytics schema from raw, in one transaction, then run the checks
     and publish the analysts' read-only copy (<warehouse>-analytics.duckdb; a lake has none).
 
-    With --as-of in the past the build would replace the analysts' copy with expiry
-    as of then: on a file warehouse it is refused unless --publish says so.
+    With --as-of and --out: the register as of that date, every table as the warehouse
+    knew it then (the last sync at or before it), in a file of its own. With --as-of in
+    the past and no --out the build would replace the analysts' copy with today's data
+    and expiry as of then: on a file warehouse it is refused unless --publish says so.
     """
     owner = _warehouse(warehouse, data_path)
     _require_data(owner, writing=True)
     when = _parse_as_of(as_of)
+    if out_file is not None:
+        _build_register(owner, when or datetime.now(timezone.utc), out_file, expiring_within_days, wait)
+        return
     past = when is not None and when < datetime.now(timezone.utc) - _AS_OF_SLACK
     if past and not publish and not owner.is_lake:  # a lake has no analysts' copy to replace
         raise CommandError(
-            f"--as-of {as_of} is in the past: the analysts' copy would show expiry as of then; "
-            "pass --publish to build and publish it anyway", EXIT_USAGE
+            f"--as-of {as_of} is in the past: pass --out FILE for the register as of then (the "
+            "analysts' copy stays as it is), or --publish to publish today's data with expiry as of then",
+            EXIT_USAGE,
         )
     _build_models(owner, expiring_within_days, when, wait, full_refresh)
+
+
+def _build_register(warehouse: Any, as_of: datetime, out_file: Path, expiring_within_days: int | None,
+                    wait: float) -> None:
+    """Build the register as of `as_of` into `out_file`; print it; raise when a check failed."""
+    from ..steps import failure_message, register_step  # start-up: see _build_models
+
+    result = register_step(warehouse, as_of, out_file, expiring_within_days=expiring_within_days,
+                           wait_seconds=wait)
+    models = result.models
+    out.print(f"register as of {result.as_of.isoformat()} (the sync of {result.synced_at.isoformat()}) "
+              f"built in {models.seconds:.2f}s: "
+              + ", ".join(f"{table} {rows}" for table, rows in models.row_counts.items()), highlight=False)
+    if result.failed_checks:
+        raise CommandError(f"register not written: {failure_message((), result.failed_checks)}")
+    out.print(f"all data checks passed; register: {result.out}", highlight=False)
 
 
 def _build_models(

@@ -9,6 +9,14 @@
     {%- endif -%}
 {%- endmacro %}
 
+{#- register_as_of(): as_of() when the build shows the warehouse as it stood then (var
+    `as_of` given and var `versions_at_as_of` true, see raw_source), else none: the
+    present, with every version. -#}
+{% macro register_as_of() -%}
+    {%- set value = var('as_of', none) -%}
+    {{ return(as_of() if value is not none and value != '' and var('versions_at_as_of', true) else none) }}
+{%- endmacro %}
+
 {#- expiring_within_days(): var `expiring_within_days` as an INTEGER literal. -#}
 {% macro expiring_within_days() -%}
     cast({{ var('expiring_within_days') | int }} as integer)

@@ -10,13 +10,20 @@
     not of dbt's relation cache: the cache marks a schema as listed once the first of its
     relations is added, so a staging model compiled in another thread meanwhile would find
     only part of `raw` and build empty (a data check then fails with nothing wrong).
+
+    With var `as_of` given (and var `versions_at_as_of`, true by default), the table reads
+    as it stood at that moment: only the rows loaded by a sync at or before it (by
+    _dlt_valid_from, else synced_at, started_at, finished_at), and a version retired after
+    it (_dlt_valid_to later) still current. Every model downstream then shows the
+    warehouse as the last sync before `as_of` left it. A table whose source says `meta:
+    {history: false}` (replaced every sync) reads as it is. diligence's own builds pass
+    `versions_at_as_of: false` unless asked for a past register (`--as-of`).
 -#}
 {% macro raw_source(table_name) -%}
     {%- set relation = source('raw', table_name) -%}
     {%- if not execute -%}
         {{ relation }}
     {%- else -%}
-        {%- set declared = graph.sources['source.' ~ project_name ~ '.raw.' ~ table_name].columns -%}
         {%- set listed = [] -%}
         {%- for row in list_relations_without_caching(relation.without_identifier()) -%}
             {%- do listed.append(row['name'] | lower) -%}
@@ -28,6 +35,19 @@
                 {%- do present.append(column.name | lower) -%}
             {%- endfor -%}
         {%- endif -%}
+        {%- set source_node = graph.sources['source.' ~ project_name ~ '.raw.' ~ table_name] -%}
+        {%- set declared = source_node.columns -%}
+        {%- set keeps_history = source_node.meta.get('history', true) -%}
+        {%- set as_of_moment = register_as_of() if keeps_history else none -%}
+        {%- if as_of_moment is not none %}
+        (
+            select *
+            {%- if '_dlt_valid_to' in declared %}
+                replace (case when _dlt_valid_to > {{ as_of_moment }} then null else _dlt_valid_to end
+                    as _dlt_valid_to)
+            {%- endif %}
+            from
+        {%- endif %}
         (
             select
             {%- for name, column in declared.items() %}
@@ -43,5 +63,12 @@
                 where false
             {%- endif %}
         )
+        {%- if as_of_moment is not none %}
+            where {{ as_of_moment }} >= coalesce(
+                {%- for name in ['_dlt_valid_from', 'synced_at', 'started_at', 'finished_at'] if name in declared -%}
+                    {{ name }}{{ ", " if not loop.last }}
+                {%- endfor -%})
+        )
+        {%- endif %}
     {%- endif -%}
 {%- endmacro %}

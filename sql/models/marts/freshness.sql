@@ -3,8 +3,9 @@
 -- Key: namespace_company_id.
 -- analytics.namespaces with the age of each namespace's last successful sync, computed
 -- when the view is read (in the warehouse, the analysts' copy or a lake), never frozen
--- at the build.
+-- at the build; in a register as of a past date (var as_of, see raw_source) as it was then.
 {{ config(materialized='view') }}
+{%- set moment = register_as_of() or 'current_timestamp' %}
 
 with
 
@@ -24,9 +25,9 @@ final as (
         last_failure_at,
         successful_sync_count,
         failed_sync_count,
-        round((epoch(current_timestamp) - epoch(last_success_at)) / 3600.0, 2)
+        round((epoch({{ moment }}) - epoch(last_success_at)) / 3600.0, 2)
             as hours_since_last_success,
-        current_timestamp as evaluated_at
+        {{ moment }} as evaluated_at
     from namespaces
 )
 

@@ -3,7 +3,9 @@
 -- The figures the demo, the HTML report and `diligence status` lead with. Counterparties
 -- are the connections of the namespaces; a namespace's own company is never counted as
 -- one: its documents are counted apart (own_*), as analysts filter `not is_own_company`.
--- Expiry is evaluated at the build's as_of, like analytics.document_expiry.
+-- Expiry is evaluated at the build's as_of, like analytics.document_expiry;
+-- last_success_at names the sync the figures stand on (in a register as of a date, the
+-- last successful sync at or before it).
 with
 
 namespaces as (
@@ -66,7 +68,8 @@ final as (
             as own_expiring_document_count,
         cast((select count(*) from issues) as integer) as sync_issue_count,
         {{ expiring_within_days() }} as expiring_within_days,
-        {{ as_of() }} as evaluated_at
+        {{ as_of() }} as evaluated_at,
+        (select max(last_success_at) from namespaces) as last_success_at
     from counterparty_questionnaires
     cross join document_counts
 )
