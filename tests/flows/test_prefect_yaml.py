@@ -1,6 +1,6 @@
-"""prefect.yaml carries no defaults of its own: its schedules are config's defaults, and
-each parameter it sets is the flow's own default (null where config decides, when the
-run starts)."""
+"""prefect.yaml carries no defaults of its own: its schedules are config's defaults (the
+quarter-end register's, its flow module's), and each parameter it sets is the flow's own
+default (null where config decides, when the run starts)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from diligence.config import DEFAULT_CRON, DEFAULT_TIMEZONE
+from flows.register import QUARTER_END_CRON
 
 PREFECT_YAML = Path(__file__).resolve().parents[2] / "prefect.yaml"
 DEPLOYMENTS: list[dict[str, Any]] = yaml.safe_load(PREFECT_YAML.read_text(encoding="utf-8"))["deployments"]
@@ -28,8 +29,10 @@ def _flow_defaults(entrypoint: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("deployment", DEPLOYMENTS, ids=[d["name"] for d in DEPLOYMENTS])
 def test_schedules_are_configs_defaults(deployment: dict[str, Any]) -> None:
+    register = deployment["entrypoint"].endswith(":company_connections_register")
     for schedule in deployment.get("schedules") or []:
-        assert (schedule["cron"], schedule["timezone"]) == (DEFAULT_CRON, DEFAULT_TIMEZONE)
+        expected = (QUARTER_END_CRON, "UTC") if register else (DEFAULT_CRON, DEFAULT_TIMEZONE)
+        assert (schedule["cron"], schedule["timezone"]) == expected
 
 
 @pytest.mark.parametrize("deployment", DEPLOYMENTS, ids=[d["name"] for d in DEPLOYMENTS])
