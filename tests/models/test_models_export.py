@@ -116,6 +116,7 @@ def test_export_of_empty_models(empty_build: tuple[Path, ModelsResult], tmp_path
         "company_name",
         "is_own_company",
         "company_type_id",
+        "response_sha256",
     ]
 
 

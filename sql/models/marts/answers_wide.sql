@@ -1,6 +1,7 @@
 -- analytics.answers_wide
 -- Grain: one row per current questionnaire.
 -- Key: (namespace_company_id, company_id, company_type_id).
+-- response_sha256: the questionnaire version's response (see answers for each answer's).
 -- One column per field (named in answers_wide_columns, in its column_position order),
 -- holding answer_text; the column list is read from answers_wide_columns when the model
 -- is built, and the field columns are described by the field they hold.
@@ -49,7 +50,8 @@ final as (
         questionnaires.company_id,
         companies.company_name,
         questionnaires.company_id = questionnaires.namespace_company_id as is_own_company,
-        questionnaires.company_type_id
+        questionnaires.company_type_id,
+        questionnaires.response_sha256
         {%- for position, name in wide_columns %},
         pivoted."{{ position }}" as {{ adapter.quote(name) }}
         {%- endfor %}

@@ -63,7 +63,8 @@ named (column_position, column_name, taken) as (
     select
         0,
         cast(null as varchar),
-        ['namespace_company_id', 'company_id', 'company_name', 'is_own_company', 'company_type_id']
+        ['namespace_company_id', 'company_id', 'company_name', 'is_own_company', 'company_type_id',
+         'response_sha256']
     union all
     select
         step.column_position,

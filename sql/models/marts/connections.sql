@@ -34,7 +34,9 @@ final as (
         companies.company_id is not null as is_company_available,
         greatest(connections.valid_from, companies.valid_from) as versioned_at,
         greatest(connections.synced_at, companies.synced_at, freshness.last_success_at)
-            as synced_at
+            as synced_at,
+        connections.response_sha256,
+        companies.response_sha256 as company_response_sha256
     from connections
     left join companies
         on companies.namespace_company_id = connections.namespace_company_id

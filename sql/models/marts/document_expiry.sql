@@ -75,7 +75,8 @@ final as (
         evaluated.expiring_within_days,
         evaluated.valid_from as versioned_at,
         greatest(evaluated.synced_at, evaluated.valid_from, freshness.last_success_at)
-            as synced_at
+            as synced_at,
+        evaluated.response_sha256
     from evaluated
     left join companies
         on companies.namespace_company_id = evaluated.namespace_company_id

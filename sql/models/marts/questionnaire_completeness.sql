@@ -49,7 +49,8 @@ final as (
         end as completeness_pct,
         questionnaires.version_number,
         questionnaires.valid_from as versioned_at,
-        greatest(questionnaires.synced_at, freshness.last_success_at) as synced_at
+        greatest(questionnaires.synced_at, freshness.last_success_at) as synced_at,
+        questionnaires.response_sha256
     from questionnaires
     left join field_counts
         on field_counts.namespace_company_id = questionnaires.namespace_company_id
