@@ -46,6 +46,7 @@ from .config import DEFAULT_REPORTS_DIR, analytics_timezone, exports_keep
 from .config import csv_raw as configured_csv_raw
 from .config import expiring_within_days as configured_expiry
 from .errors import DbtError, RegisterError, SyncError, WarehouseNotReadyError
+from .readouts import evidence_of
 from .warehouse import DEFAULT_WAREHOUSE, Warehouse, open_warehouse
 from .words import counted
 
@@ -294,8 +295,9 @@ def register_of(
 ) -> Iterator[tuple[Warehouse, RegisterResult]]:
     """The register as of `as_of` (:func:`register_step`) in a private file beside the
     warehouse, for the block: the export and the report read it as they read a
-    warehouse's `analytics`. Raises :class:`~diligence.errors.DbtError` when a check
-    failed (nothing to read); the file is gone when the block ends."""
+    warehouse's `analytics`; the result carries the evidence head (None: none kept).
+    Raises :class:`~diligence.errors.DbtError` when a check failed (nothing to read);
+    the file is gone when the block ends."""
     if warehouse.path is None:
         raise RegisterError("--as-of needs a DuckDB file warehouse, not a lake")
     scratch = Path(tempfile.mkdtemp(prefix=f".{warehouse.path.name}.register-", dir=warehouse.path.parent))
@@ -306,7 +308,8 @@ def register_of(
         if result.out is None:
             raise DbtError(f"the register as of {result.as_of.isoformat()} failed its checks: "
                              + failure_message((), result.failed_checks))
-        yield Warehouse(result.out), result
+        head = (evidence_of(warehouse) or {}).get("head")
+        yield Warehouse(result.out), replace(result, evidence_head=head)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -332,6 +335,7 @@ def export_step(
     *,
     csv_raw: bool = False,
     reports_root: Path = DEFAULT_REPORTS_DIR,
+    register: RegisterResult | None = None,
 ) -> ExportResult:
     """Write every report in every format (each once) into one folder, put in place
     whole once every file is written (:mod:`diligence.report.folders`): exactly `out_dir`
@@ -339,12 +343,15 @@ def export_step(
     `reports_root`, named after the last sync, which ``latest`` then names; the run
     folders beyond ``[exports] keep`` are removed. CSV text cells keep the formula guard
     unless `csv_raw` (or `export.csv_raw` in config) says not to. The folder and the
-    files' paths are where they are once in place."""
+    files' paths are where they are once in place. An export of `register` (the register
+    as of a date, read through :func:`register_of`) also carries its ``register.json``:
+    the moment, the sync, the evidence head and each file's SHA-256."""
     from .report.export import (  # start-up (DuckDB 0.13 s of imports): DuckDB loads when a step runs
         ExportResult,
         export_reports,
         last_sync_id,
         require_reports,
+        write_register_manifest,
     )
     from .report.folders import ExportFolder
 
@@ -357,6 +364,10 @@ def export_step(
         with folder as building:
             for fmt in dict.fromkeys(formats):
                 exported += export_reports(con, building, fmt, label=label, csv_raw=raw)
+            if register is not None:
+                write_register_manifest(building, exported, {
+                    "as_of": register.as_of.isoformat(), "synced_at": register.synced_at.isoformat(),
+                    "sync_id": last_sync_id(con), "evidence_head": register.evidence_head})
     return ExportResult(folder.path, [replace(file, path=folder.path / file.path.name) for file in exported])
 
 

@@ -56,7 +56,7 @@ def rebuild_analytics(
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     with owner.writing(wait_seconds=wait_seconds):
         # dbt opens the warehouse itself: a file is not held open meanwhile
-        models = _build_within_memory(owner, expiring_within_days=expiring_within_days, as_of=as_of,
+        models = build_within_memory(owner, expiring_within_days=expiring_within_days, as_of=as_of,
                                       full_refresh=full_refresh, time_zone=time_zone)
         checks = models.checks
         published = None
@@ -85,7 +85,7 @@ def warm_up() -> threading.Thread:
     return thread
 
 
-def _build_within_memory(
+def build_within_memory(
     owner: Warehouse, *, memory_limit: str | Callable[[int, int], str] | None = models_memory_limit, **options: Any
 ) -> ModelsResult:
     """Build the models under a DuckDB memory limit (a file; a lake's has no tight bound)

@@ -27,11 +27,12 @@ import duckdb
 
 from ..config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_TIMEZONE
 from ..errors import RegisterError, WarehouseNotReadyError
-from ..warehouse import MODELS_THREADS, Warehouse, models_memory_limit, published_path
+from ..warehouse import Warehouse, published_path
 from ..warehouse.filemodes import make_dirs
 from ..warehouse.sql import sql_string
+from . import build_within_memory
 from .checks import CheckResult
-from .models import ModelsResult, build_models
+from .models import ModelsResult
 from .publish import publish_analytics
 
 __all__ = ["RegisterResult", "build_register", "synced_before"]
@@ -47,6 +48,8 @@ class RegisterResult:
     #: the last successful sync at or before `as_of` (the figures stand on it)
     synced_at: datetime
     models: ModelsResult
+    #: the evidence chain's head when the register was read (set by the step that reads it)
+    evidence_head: str | None = None
 
     @property
     def failed_checks(self) -> list[CheckResult]:
@@ -106,9 +109,9 @@ def build_register(
                                     f"({first.isoformat()}): it knew nothing then")
             con.execute("checkpoint")  # the copy needs no WAL
             shutil.copyfile(source, copy)  # the kernel copies it (copy_file_range)
-        models = build_models(copy, as_of=moment, versions_at_as_of=True, full_refresh=True,
-                              expiring_within_days=expiring_within_days, time_zone=time_zone,
-                              memory_limit=models_memory_limit, duckdb_threads=MODELS_THREADS)
+        # under the daily build's memory limits, a larger one after each out-of-memory
+        models = build_within_memory(Warehouse(copy), as_of=moment, versions_at_as_of=True, full_refresh=True,
+                                     expiring_within_days=expiring_within_days, time_zone=time_zone)
         written = None
         if all(check.passed for check in models.checks):
             with Warehouse(copy).session(memory_limit=None) as con:

@@ -109,7 +109,8 @@ def export(
     them are kept, default 30) or exactly into --out. CSV text cells that begin with =, +,
     -, @, a tab or CR get a leading ' so that spreadsheets do not run them as formulas.
     With --as-of, the reports as the warehouse knew them then (the register as of a date,
-    built aside: `analytics` stays as it is)."""
+    built aside: `analytics` stays as it is), with register.json: the moment, the sync,
+    the evidence head and each file's SHA-256 (`diligence verify DIR -w WAREHOUSE`)."""
     from ..steps import (
         export_step,  # start-up (DuckDB 0.13 s of imports): DuckDB loads when a command runs
     )
@@ -121,8 +122,8 @@ def export(
         raise CommandError(f"--format must be {expected}, not {format!r}", EXIT_USAGE) from None
     owner = _warehouse(warehouse, data_path)
     _require_data(owner)
-    with _as_of(owner, as_of) as reading:
-        result = export_step(reading, out_dir, [fmt], csv_raw=csv_raw)
+    with _as_of(owner, as_of) as (reading, register):
+        result = export_step(reading, out_dir, [fmt], csv_raw=csv_raw, register=register)
     if _quiet():
         out.print(f"exported {len(result.files)} reports ({fmt}) into {result.folder}", highlight=False)
         return
@@ -200,22 +201,22 @@ def report(
     owner = _warehouse(warehouse, data_path)
     if not owner.exists():
         raise _no_warehouse(owner)
-    with _as_of(owner, as_of) as reading:
+    with _as_of(owner, as_of) as (reading, _register):
         result = report_step(reading, out_file)
     out.print(f"report: {result.path}  ({result.bytes / 1e6:.1f} MB)", highlight=False)
 
 
 @contextlib.contextmanager
-def _as_of(owner: Any, as_of: str | None) -> Iterator[Any]:
-    """`owner`, or with `as_of` the register as of then, built aside for the command (its
-    line says which sync it stands on)."""
+def _as_of(owner: Any, as_of: str | None) -> Iterator[tuple[Any, Any]]:
+    """(`owner`, None), or with `as_of` the register as of then, built aside for the
+    command, and what built it (its line says which sync it stands on)."""
     when = _parse_as_of(as_of)
     if when is None:
-        yield owner
+        yield owner, None
         return
     from ..steps import register_of  # start-up: see export
 
     with register_of(owner, when) as (register, built):
         out.print(f"as of {built.as_of.isoformat()}: the warehouse as the sync of "
                   f"{built.synced_at.isoformat()} left it", highlight=False)
-        yield register
+        yield register, built

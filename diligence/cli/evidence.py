@@ -47,7 +47,9 @@ HeadOption = Annotated[
 def verify(
     pack: Annotated[
         Path | None, typer.Argument(help="An auditor's pack (a folder written by `diligence evidence`) to "
-                                    "verify on its own, instead of the warehouse.", show_default=False),
+                                    "verify on its own, instead of the warehouse; or a register export "
+                                    "(`export --as-of`), checked against --warehouse's evidence.",
+                                    show_default=False),
     ] = None,
     warehouse: WarehouseOption = None,
     data_path: DataPathOption = None,
@@ -63,14 +65,24 @@ def verify(
     response hashes to its name, every raw row names a response of a sealed sync, and
     parsing that response again gives the row. A verification that passes is kept as a
     checkpoint: the next one checks what was sealed since, counts the older rows and
-    samples them (--full checks everything). Exit 0 with one line, else exit 1 and one
-    line per problem."""
+    samples them (--full checks everything). Given a register export (`export --as-of`),
+    checks it against --warehouse's evidence: its files, the head it names, and that each
+    row's response is one a sync up to its moment read. Exit 0 with one line, else exit 1
+    and one line per problem."""
     from ..audit.pack_verify import (
         verify_pack,  # start-up (the evidence checks 1.4 s of imports): the checks load when they run
     )
+    from ..audit.register_verify import is_register, register_line, verify_register
     from ..audit.verify import verify_warehouse
 
-    if pack is not None:
+    if pack is not None and is_register(pack):
+        if full or since is not None:
+            raise CommandError("a register export is checked whole: no --full or --since", EXIT_USAGE)
+        result = verify_register(pack, _warehouse(warehouse, data_path, evidence).evidence_root, head=head)
+        if result.ok:
+            out.print(register_line(result, pack), highlight=False)
+            return
+    elif pack is not None:
         if warehouse is not None or full or since is not None:
             raise CommandError("give a pack folder, or --warehouse (with --full or --since), not both", EXIT_USAGE)
         result = verify_pack(pack, head=head)

@@ -23,6 +23,8 @@ value exactly as received.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import uuid
 from dataclasses import dataclass
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import WarehouseNotReadyError
-from ..warehouse.filemodes import make_dirs, protect
+from ..warehouse.filemodes import make_dirs, protect, write_text_atomically
 from ..warehouse.sql import sql_identifier, sql_string
 
 if TYPE_CHECKING:  # the session's type only: the CLI reads Format without loading DuckDB
@@ -64,6 +66,13 @@ REPORTS: dict[str, tuple[str, ...]] = {
     "connections": ("namespace_company_id", "company_id"),
     "answers_wide": ("namespace_company_id", "company_id", "company_type_id"),
 }
+
+
+#: What an export of the register as of a date (``--as-of``) carries beside its files:
+#: the moment, the sync it stands on, the evidence head, each file's SHA-256
+#: (``diligence verify DIR`` checks it, see :mod:`diligence.audit.register_verify`).
+REGISTER_FILE = "register.json"
+REGISTER_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -196,3 +205,17 @@ def _table_exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
         f"where table_schema = 'analytics' and table_name = {sql_string(table)}"
     ).fetchone()
     return bool(row and row[0])
+
+
+def write_register_manifest(folder: Path, files: list[ExportedFile], facts: dict[str, object]) -> Path:
+    """Write ``register.json`` into the export `folder`: `facts` (the moment, the sync, the
+    evidence head) and the SHA-256 of each of `files`, read back from disk."""
+    listed = {}
+    for exported in files:
+        digest = hashlib.sha256()
+        with open(folder / exported.path.name, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        listed[exported.path.name] = {"sha256": digest.hexdigest(), "rows": exported.rows}
+    return write_text_atomically(folder / REGISTER_FILE, json.dumps(
+        {"register": REGISTER_VERSION, **facts, "files": listed}, indent=2) + "\n")

@@ -53,7 +53,7 @@ from pipelines.evidence.confined import SYNC_ID, is_sync_id
 from ..errors import ExportFolderError
 from ..warehouse.filemodes import make_dirs, modes, write_text_atomically
 from ..warehouse.lock import process_alive
-from .export import REPORTS, Format
+from .export import REGISTER_FILE, REPORTS, Format
 
 __all__ = ["LATEST", "NO_SYNC_ID", "RUN_FOLDER", "ExportFolder", "latest_run", "prune_runs", "run_folder_name"]
 
@@ -70,9 +70,11 @@ RUN_FOLDER = re.compile(
     r"(?:-(?P<n>[2-9]|[1-9][0-9]+))?"
 )
 _STARTED = "%Y-%m-%dT%H%M%SZ"
-#: The files an export folder holds: every report in every format, and the HTML report
-#: the demo and the flows write beside them (and their hidden temporary names).
-_EXPORT_FILES = frozenset({f"{report}.{fmt}" for report in REPORTS for fmt in Format} | {"report.html"})
+#: The files an export folder holds: every report in every format, the HTML report the
+#: demo and the flows write beside them, a register's manifest (and their hidden
+#: temporary names).
+_EXPORT_FILES = frozenset({f"{report}.{fmt}" for report in REPORTS for fmt in Format}
+                          | {"report.html", REGISTER_FILE})
 _EXPORT_TEMPORARY = re.compile(r"\.(?P<name>[a-z_]+\.[a-z]+)\.[0-9a-f]+\.tmp")
 #: A hidden folder an export writes or sets aside: ``.<name>.<kind>-<pid>-<8 hex>``.
 _HIDDEN = re.compile(r"\.(?P<name>.+)\.(?:partial|new|old)-(?P<pid>[0-9]+)-[0-9a-f]{8}")

@@ -43,7 +43,7 @@ def test_a_build_out_of_memory_is_built_again_with_more(
 ) -> None:
     owner = _copy(raw, tmp_path)
     with caplog.at_level(logging.WARNING, logger="diligence.analytics"):
-        result = analytics._build_within_memory(owner, memory_limit=TOO_SMALL, as_of=AS_OF)
+        result = analytics.build_within_memory(owner, memory_limit=TOO_SMALL, as_of=AS_OF)
     assert result.row_counts["analytics.questionnaire_completeness"] == 200
     assert f"need more than {TOO_SMALL} of memory" in caplog.text and "with 640MB" in caplog.text
 
@@ -54,11 +54,11 @@ def test_the_last_fallback_is_duckdbs_default_and_then_the_error_stands(
     owner = _copy(raw, tmp_path)
     monkeypatch.setattr(analytics, "MODELS_MEMORY_FALLBACKS", ("5MB",))
     with pytest.raises(ModelError, match="Out of Memory") as raised:
-        analytics._build_within_memory(owner, memory_limit=TOO_SMALL, as_of=AS_OF)
+        analytics.build_within_memory(owner, memory_limit=TOO_SMALL, as_of=AS_OF)
     assert raised.value.out_of_memory  # what tells a build to be tried again with more
     monkeypatch.setattr(analytics, "MODELS_MEMORY_FALLBACKS", (None,))
     with caplog.at_level(logging.WARNING, logger="diligence.analytics"):
-        result = analytics._build_within_memory(owner, memory_limit=TOO_SMALL, as_of=AS_OF)
+        result = analytics.build_within_memory(owner, memory_limit=TOO_SMALL, as_of=AS_OF)
     assert "DuckDB's default" in caplog.text
     assert result.row_counts["analytics.questionnaire_completeness"] == 200
 
@@ -74,11 +74,11 @@ def test_other_failures_are_not_built_again(raw: Path, tmp_path: Path, monkeypat
 
     monkeypatch.setattr(analytics, "build_models", failing)
     with pytest.raises(ModelError, match="no such column"):
-        analytics._build_within_memory(owner, memory_limit=TOO_SMALL)
+        analytics.build_within_memory(owner, memory_limit=TOO_SMALL)
     assert calls == [TOO_SMALL]
     # without a bound (DuckDB's default), nothing larger is tried either
     with pytest.raises(ModelError):
-        analytics._build_within_memory(owner, memory_limit=None)
+        analytics.build_within_memory(owner, memory_limit=None)
     assert calls == [TOO_SMALL, None]
 
 
@@ -139,7 +139,7 @@ def test_the_models_are_built_once_with_the_chosen_limit(
         return models_memory_limit(form_bytes, history_rows)
 
     with caplog.at_level(logging.DEBUG, logger="diligence.analytics"):
-        result = analytics._build_within_memory(owner, memory_limit=sizing, as_of=AS_OF)
+        result = analytics.build_within_memory(owner, memory_limit=sizing, as_of=AS_OF)
     assert result.row_counts["analytics.questionnaire_completeness"] == 200
     assert len(chosen) == 1 and chosen[0] > 200 * 1000  # 200 forms of 30 fields
     assert "again" not in caplog.text

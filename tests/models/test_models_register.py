@@ -3,12 +3,19 @@ with changes between them (an answer changed, a document renamed, then a connect
 removed, a document deleted, another answer changed), the register at each sync's time,
 or between two syncs, equals table for table the models of a warehouse stopped after
 that sync, built with the same as_of; a date before the first sync is a clear error;
-the warehouse's analytics and analysts' copy stay as they were."""
+the warehouse's analytics and analysts' copy stay as they were. An as-of export carries
+register.json (the moment, the sync, the evidence head, each file's hash) and every row
+its response: `diligence verify DIR` proves it against the store and names a file
+edited or added, a row that claims a later sync's response, a head not in the chain."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import datetime, timedelta
+import csv
+import hashlib
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -18,7 +25,9 @@ from diligence.analytics import rebuild_analytics
 from diligence.analytics.models import build_models
 from diligence.analytics.register import build_register
 from diligence.errors import RegisterError
-from diligence.warehouse import published_path
+from diligence.evidence.chain import read_store
+from diligence.report.export import REPORTS
+from diligence.warehouse import Warehouse, published_path
 from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.cli.helpers import SECRET, run
@@ -127,6 +136,13 @@ def test_a_date_before_the_first_sync_or_a_wrong_out_is_a_clear_error(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_lake_has_no_register_yet(tmp_path: Path) -> None:
+    lake = Warehouse("ducklake:postgres:dbname=lake host=127.0.0.1", data_path=str(tmp_path / "lake"))
+    with pytest.raises(RegisterError, match="needs a DuckDB file warehouse, not a lake"):
+        build_register(lake, datetime.now(UTC), tmp_path / "r.duckdb")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_cli_names_the_sync_the_register_stands_on(
         history: tuple[Path, list[Path], list[datetime]], tmp_path: Path) -> None:
     warehouse, _stopped, times = history
@@ -141,3 +157,59 @@ def _last_sync(warehouse: Path) -> datetime:
     with duckdb.connect(str(warehouse), read_only=True) as con:
         (moment,) = con.execute("select max(synced_at) from raw.sync_runs").fetchone()  # type: ignore[misc]
     return moment
+
+
+def test_an_as_of_export_carries_its_proof_and_verify_checks_it(
+        history: tuple[Path, list[Path], list[datetime]], tmp_path: Path) -> None:
+    warehouse, _stopped, times = history
+    moment = times[1] + timedelta(seconds=1)
+    exported = run(["export", "-w", str(warehouse), "--as-of", moment.isoformat(), "--out", "q"], tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    folder = tmp_path / "q"
+    register = json.loads((folder / "register.json").read_text())
+    head = read_store(warehouse.with_name("w.evidence")).head
+    assert head is not None and register["evidence_head"] == head[0]
+    assert (register["as_of"], register["synced_at"]) == (moment.isoformat(), times[1].isoformat())
+    assert sorted(register["files"]) == sorted(f"{report}.csv" for report in REPORTS)
+    for name in register["files"]:  # every row names the response it was read from
+        with open(folder / name, newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        assert rows and all(len(row["response_sha256"]) == 64 for row in rows), name
+    verified = run(["verify", str(folder), "-w", str(warehouse)], tmp_path)
+    assert verified.returncode == 0, verified.stderr
+    assert verified.stdout.startswith(f"verified the register {folder}: ")
+
+    def forged(name: str, change: Callable[[Path], None], rehash: bool = True) -> list[str]:
+        copy = tmp_path / name
+        shutil.copytree(folder, copy)
+        change(copy)
+        if rehash:  # a forger who also rewrites register.json's hashes
+            listed = json.loads((copy / "register.json").read_text())
+            for file in listed["files"]:
+                listed["files"][file]["sha256"] = hashlib.sha256((copy / file).read_bytes()).hexdigest()
+            (copy / "register.json").write_text(json.dumps(listed))
+        checked = run(["verify", str(copy), "-w", str(warehouse)], tmp_path)
+        assert checked.returncode == 1, checked.stdout
+        return checked.stderr.splitlines()
+
+    def edit(path: Path, old: str, new: str) -> None:
+        path.write_text(path.read_text().replace(old, new, 1))
+
+    later = _later_response(warehouse, times[2])
+    first_sha = next(csv.DictReader(open(folder / "connections.csv", newline="")))["response_sha256"]
+    assert forged("edited", lambda c: edit(c / "connections.csv", ",", ";"), rehash=False) == [
+        "connections.csv does not hash to the SHA-256 register.json records: it was edited"]
+    (line,) = forged("later", lambda c: edit(c / "connections.csv", first_sha, later))
+    assert line.startswith("connections.csv row 1: response ") and f"a sync up to {moment.isoformat()}" in line
+    assert forged("headless", lambda c: edit(c / "register.json", head[0], "ab" * 32)) == [
+        f"the evidence head {'ab' * 32} that register.json names is not a seal of the store's chain"]
+    assert forged("added", lambda c: shutil.copy(c / "answers.csv", c / "answers.parquet")) == [
+        "answers.parquet is not named by register.json: it was added"]
+
+
+def _later_response(warehouse: Path, synced_at: datetime) -> str:
+    """A response the sync at `synced_at` read first (the answer it changed)."""
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        (sha,) = con.execute("select any_value(response_sha256) from raw.questionnaires "
+                             "where _dlt_valid_from = ?", [synced_at]).fetchone()  # type: ignore[misc]
+    return sha
