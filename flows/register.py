@@ -70,7 +70,7 @@ def write_register(warehouse: str | None, as_of: datetime, folder: Path, export_
     report into `folder` (replaced whole); publish an artifact naming the sync it stands on."""
     with register_of(open_warehouse(warehouse), as_of, expiring_within_days=expiring_within_days,
                      wait_seconds=DEFAULT_LOCK_WAIT_SECONDS) as (register, built):
-        exported = export_step(register, folder, export_formats)
+        exported = export_step(register, folder, export_formats, register=built)
         report = report_step(register, exported.folder / "report.html")
     written = RegisterRun(built.as_of, built.synced_at, exported.folder,
                           [file.path for file in exported.files] + [report.path])
