@@ -1,6 +1,6 @@
 """The `company-connections-register` flow: the register as of a date into
-`<reports_dir>/register-<as_of>/`, the same files as `diligence export --as-of`, an
-artifact naming the sync it stands on; without `as_of`, the last quarter's end; a date
+`<reports_dir>/register-<as_of>/`, the same files as `diligence export --as-of` with the
+register.json that `diligence verify` proves, an artifact naming the sync it stands on; without `as_of`, the last quarter's end; a date
 before the first sync fails the run at once (not retried) and writes nothing."""
 
 from __future__ import annotations
@@ -40,12 +40,14 @@ def test_the_flow_writes_the_register_the_cli_exports(default_run: SharedRun, ru
     assert written.folder == folder and written.synced_at == synced_at
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         ["answers.csv", "answers_wide.csv", "connections.csv", "document_expiry.csv",
-         "questionnaire_completeness.csv", "report.html"])
+         "questionnaire_completeness.csv", "register.json", "report.html"])
     cli = run(["export", "-w", str(warehouse), "--as-of", as_of.isoformat(), "--out", "cli"], tmp_path)
     assert cli.returncode == 0, cli.stderr
     assert f"the warehouse as the sync of {synced_at.astimezone(UTC).isoformat()} left it" in cli.stdout
     for name in ("answers.csv", "document_expiry.csv", "connections.csv"):
         assert (folder / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+    verified = run(["verify", str(folder), "-w", str(warehouse)], tmp_path)  # its proof holds
+    assert verified.returncode == 0, verified.stderr
     found = runs.artifacts(state.state_details.flow_run_id)
     (artifact,) = [a for a in found if a.key == REGISTER_ARTIFACT_KEY]
     assert f"the sync of {synced_at.astimezone(UTC).isoformat()}" in str(artifact.data)
