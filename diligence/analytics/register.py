@@ -84,7 +84,8 @@ def build_register(
     the DuckDB file `out` (replaced in one rename; its folder is made), see the module
     docstring. `out` is written only when every check passed. Raises
     :class:`RegisterError` for a moment before the first successful sync, an `out` that
-    is the warehouse or its analysts' copy, or a lake."""
+    is the warehouse, its analysts' copy, a folder, a file other than DuckDB's or another
+    warehouse, or a lake."""
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
     if owner.path is None:
         raise RegisterError("a register as of a date (--as-of with --out) needs a DuckDB file warehouse, "
@@ -94,8 +95,9 @@ def build_register(
     source = owner.path.expanduser().absolute()
     if out in (source, published_path(source)):
         raise RegisterError(f"--out {out} is the warehouse or its analysts' copy; name a file of its own")
-    if out.is_dir():
-        raise RegisterError(f"--out {out} is a folder; name the DuckDB file to write")
+    _check_replaceable(out)
+    if not owner.exists():
+        raise WarehouseNotReadyError(f"{owner.display()} does not exist: run `diligence sync` first")
     scratch = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=make_dirs(out.parent)))
     try:
         copy = scratch / "register.duckdb"
@@ -121,6 +123,28 @@ def build_register(
         return RegisterResult(out=written, as_of=moment, synced_at=synced_at, models=models)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _check_replaceable(out: Path) -> None:
+    """Raise :class:`RegisterError` unless `out` is new or a DuckDB file without a `raw`
+    schema (an earlier register, an analysts' file): a folder, another kind of file or a
+    warehouse is never replaced."""
+    if not out.exists() and not out.is_symlink():
+        return
+    if out.is_symlink() or not out.is_file():
+        raise RegisterError(f"--out {out} is not a regular file; name the DuckDB file to write")
+    with open(out, "rb") as handle:
+        is_duckdb = handle.read(12)[8:12] == b"DUCK"
+    if not is_duckdb:
+        raise RegisterError(f"--out {out} exists and is not a DuckDB file: it is never replaced")
+    try:
+        with duckdb.connect(str(out), read_only=True) as con:
+            has_raw = con.execute("select count(*) from duckdb_tables() where schema_name = 'raw'").fetchone()
+    except duckdb.Error as exc:
+        raise RegisterError(f"--out {out} cannot be read as a DuckDB file ({str(exc).splitlines()[0]}); "
+                            "it is not replaced") from None
+    if has_raw and has_raw[0]:
+        raise RegisterError(f"--out {out} is a warehouse (it has raw tables): it is never replaced")
 
 
 def _utc(value: datetime | None) -> datetime | None:

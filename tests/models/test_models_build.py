@@ -325,6 +325,7 @@ def test_answers_wide(tmp_path: Path) -> None:
         "company_name",
         "is_own_company",
         "company_type_id",
+        "response_sha256",
         "revenue_eur",
         "markets",
         "revenue_eur_2",
@@ -336,6 +337,7 @@ def test_answers_wide(tmp_path: Path) -> None:
         "company_name": "Acme",
         "is_own_company": False,
         "company_type_id": "t1",
+        "response_sha256": None,  # loaded before evidence was kept
         "revenue_eur": "10",
         "markets": "EU; US",
         "revenue_eur_2": "20",
@@ -370,6 +372,7 @@ def test_answers_wide_without_answers(tmp_path: Path) -> None:
             "company_name": None,
             "is_own_company": True,
             "company_type_id": "t1",
+            "response_sha256": None,
         }
     ]
 

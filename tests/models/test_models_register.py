@@ -119,9 +119,9 @@ def test_the_register_at_a_sync_or_between_two_equals_the_warehouse_stopped_ther
     assert sorted(p.name for p in tmp_path.iterdir()) == [f"register-{i}.duckdb" for i in range(3)]
 
 
-def test_a_date_before_the_first_sync_or_a_wrong_out_is_a_clear_error(
+def test_a_date_before_the_first_sync_or_an_out_not_to_replace_is_a_clear_error(
         history: tuple[Path, list[Path], list[datetime]], tmp_path: Path) -> None:
-    warehouse, _stopped, times = history
+    warehouse, stopped, times = history
     early = times[0] - timedelta(days=1)
     with pytest.raises(RegisterError, match=r"is before the warehouse's first sync \(2"):
         build_register(warehouse, early, tmp_path / "r.duckdb")
@@ -129,6 +129,14 @@ def test_a_date_before_the_first_sync_or_a_wrong_out_is_a_clear_error(
         with pytest.raises(RegisterError, match="is the warehouse or its analysts' copy"):
             build_register(warehouse, times[1], out)
     assert list(tmp_path.iterdir()) == []
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    for out, why in ((tmp_path, "is not a regular file"), (notes, "exists and is not a DuckDB file"),
+                     (stopped[0], r"is a warehouse \(it has raw tables\)")):
+        with pytest.raises(RegisterError, match=why):
+            build_register(warehouse, times[1], out)
+    assert notes.read_text() == "mine" and [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+    notes.unlink()
     refused = run(["models", "-w", str(warehouse), "--as-of", early.isoformat(), "--out", "r.duckdb"], tmp_path)
     assert refused.returncode == 2 and "before the warehouse's first sync" in refused.stderr
     past = run(["models", "-w", str(warehouse), "--as-of", early.isoformat()], tmp_path)
