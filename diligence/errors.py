@@ -28,6 +28,9 @@ may the same step succeed if retried?); the module in brackets raises it::
     ├── WarehouseFormatError        a warehouse file this DuckDB cannot read, or a failed
     │                               migration (diligence.warehouse.migrate)
     ├── ModelError                  a model failed to build (diligence.analytics.models)
+    ├── ModelProcessError           the process building the models ended before it
+    │                               answered (diligence.analytics.aside)
+    ├── RemoteTraceback             the traceback of an error that process raised: its cause
     ├── DbtError                    dbt could not run, or a model or test failed (diligence.analytics.dbt)
     ├── CheckError                  `diligence check` found a problem (diligence.cli.check)
     ├── ExportError                 the reports could not be exported (diligence.report.export)
@@ -75,6 +78,8 @@ __all__ = [
     "FlowError",
     "KindError",
     "ModelError",
+    "ModelProcessError",
+    "RemoteTraceback",
     "NamespacesNotLoadedError",
     "ReportError",
     "RunFailedError",
@@ -212,11 +217,25 @@ class ModelError(DiligenceError):
         self.caret = caret
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.model_name, self.duckdb_message, self.sql_path, self.caret))
+        # its own arguments, then what was set on it since (`path`, `transient`)
+        return (type(self), (self.model_name, self.duckdb_message, self.sql_path, self.caret), self.__dict__)
 
     @property
     def out_of_memory(self) -> bool:
         return "Out of Memory" in self.duckdb_message
+
+
+class ModelProcessError(DiligenceError):
+    """The process building the models ended before it answered (killed, or out of
+    memory); `analytics` and the analysts' copy stay as the previous build left them."""
+
+
+class RemoteTraceback(DiligenceError):
+    """The traceback of an error raised in the process the models built in: the cause
+    of that error, raised again here (``--debug`` shows it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class DbtError(DiligenceError):

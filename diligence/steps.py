@@ -150,8 +150,8 @@ def source_settings(**overrides: Any) -> SourceSettings:
 
 
 def warm_up() -> None:
-    """Import dbt and parse the project in the background (:func:`diligence.analytics.warm_up`),
-    while a sync waits on the service: the models step after it then starts at once."""
+    """Start the process the models step builds in (:func:`diligence.analytics.warm_up`):
+    dbt's imports and parse run there while a sync waits on the service."""
     from .analytics import (
         warm_up as start,  # start-up (dbt 2.1 s of imports): dbt loads for a model build only
     )
@@ -448,7 +448,7 @@ def run_pipeline(
         result.waited_seconds = _waited(asked, wait_seconds)
         if settings is not None:
             if models:
-                warm_up()  # dbt's imports and parse, while the sync waits on the service
+                warm_up()  # the models' process: dbt's imports and parse while the sync waits on the service
             result.sync = sync_step(
                 owner,
                 settings,

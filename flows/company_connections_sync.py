@@ -218,7 +218,7 @@ def sync_namespaces(
                 "namespace %s not loaded, previous data kept: %s", namespace, " ".join(str(outcome.error).split())
             )
 
-    warm_up()  # dbt's imports and parse for the models task, while the sync waits on the service
+    warm_up()  # the models task's process: dbt's imports and parse while the sync waits on the service
     sync_step(
         owner,
         flow_settings(base_url, pending),

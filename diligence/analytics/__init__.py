@@ -8,7 +8,6 @@ the same things behind.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,8 +18,9 @@ from ..config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_TIMEZONE
 from ..errors import ModelError
 from ..warehouse import MODELS_MEMORY_FALLBACKS, MODELS_THREADS, Warehouse, models_memory_limit
 from ..warehouse.limits import megabytes
+from ..warehouse.location import WarehouseLocation
+from . import aside
 from .checks import CheckResult
-from .dbt import prepare
 from .models import ModelsResult, build_models
 from .publish import publish_analytics
 
@@ -45,7 +45,8 @@ def rebuild_analytics(
     wait_seconds: float = 0.0, full_refresh: bool = False, time_zone: str = DEFAULT_TIMEZONE,
 ) -> AnalyticsResult:
     """Build the models and run the checks (dbt's data tests) on them in one ``dbt
-    build``, swap them into `analytics`, and publish the copy.
+    build``, swap them into `analytics`, and publish the copy: in the process
+    :func:`warm_up` started, if one waits (:mod:`.aside`), else in this one.
 
     The published copy of a file warehouse (see :mod:`diligence.analytics.publish`) is only
     replaced when every check passed, so analysts never see a build that failed its
@@ -54,35 +55,33 @@ def rebuild_analytics(
     from all of `raw` instead of extending them (:mod:`.incremental`).
     """
     owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    options = {"expiring_within_days": expiring_within_days, "as_of": as_of,
+               "full_refresh": full_refresh, "time_zone": time_zone}
     with owner.writing(wait_seconds=wait_seconds):
-        # dbt opens the warehouse itself: a file is not held open meanwhile
-        models = build_within_memory(owner, expiring_within_days=expiring_within_days, as_of=as_of,
-                                      full_refresh=full_refresh, time_zone=time_zone)
-        checks = models.checks
-        published = None
-        # a lake is read in place by analysts (read-only ATTACH): no copy
-        if owner.path is not None and all(c.passed for c in checks):
-            with owner.session(memory_limit=None) as con:
-                published = publish_analytics(owner.path, con, models.history)
-    return AnalyticsResult(models=models, checks=checks, published=published)
+        builder = aside.take()
+        if builder is not None:
+            return builder.build(owner.location, **options)  # type: ignore[no-any-return]
+        return build_and_publish(owner, **options)
 
 
-def warm_up() -> threading.Thread:
-    """Import dbt and parse the project (about 4 s of CPU, see :mod:`.dbt`) in a background
-    thread, started by a sync while it waits on the service: the model build after the
-    load then starts at once. A failure is left to the build, which parses again and
-    reports it. The thread is a daemon: a sync that fails early does not wait for it (dbt
-    reparses a parse file cut short by the exit)."""
+def build_and_publish(warehouse: Warehouse | WarehouseLocation, **options: Any) -> AnalyticsResult:
+    """:func:`rebuild_analytics`'s work, under the writer lock its caller holds."""
+    owner = warehouse if isinstance(warehouse, Warehouse) else Warehouse(warehouse)
+    # dbt opens the warehouse itself: a file is not held open meanwhile
+    models = build_within_memory(owner, **options)
+    published = None
+    # a lake is read in place by analysts (read-only ATTACH): no copy
+    if owner.path is not None and all(c.passed for c in models.checks):
+        with owner.session(memory_limit=None) as con:
+            published = publish_analytics(owner.path, con, models.history)
+    return AnalyticsResult(models=models, checks=models.checks, published=published)
 
-    def prepare_quietly() -> None:
-        try:
-            prepare("build")
-        except Exception:  # noqa: BLE001 - the build parses again and reports it
-            log.debug("dbt's warm-up failed; the build will parse again", exc_info=True)
 
-    thread = threading.Thread(target=prepare_quietly, name="dbt-warm-up", daemon=True)
-    thread.start()
-    return thread
+def warm_up() -> aside.ModelBuilder | None:
+    """Start the process the next :func:`rebuild_analytics` builds in: a sync calls it
+    before its fetch, so that dbt's imports and parse run on another core meanwhile
+    (:mod:`.aside`; None when this process has dbt loaded and builds in place)."""
+    return aside.start(build_and_publish)
 
 
 def build_within_memory(

@@ -26,8 +26,9 @@ Start-up: importing dbt takes about 2 s and parsing the project about 3 s. The p
 kept in ``sql/target/diligence-<target>/`` (dbt's partial parsing: about 1 s when nothing
 changed; in the user's cache for a package installed read-only, see :func:`parse_root`); it is made with one fixed profile, since dbt discards it when the profile's
 values change (the warehouse's path would), and within one process the parsed manifest
-is reused for every invocation. A sync does both in a background thread while it waits
-on the service (:func:`prepare`, through :func:`diligence.analytics.warm_up`).
+is reused for every invocation. A sync has both done in the process its models then build
+in, while it waits on the service (:func:`prepare`, through
+:func:`diligence.analytics.warm_up` and :mod:`diligence.analytics.aside`).
 Build parameters (``as_of``, ``expiring_within_days``) are passed as dbt vars of the
 invocation, not of the parse, so they never cost a new parse. Parses of one checkout are
 serialised (a lock file in `sql/target/`), since they share its parse folders.
@@ -289,7 +290,7 @@ def invoke(
             read_only=read_only,
         )
     ) as profiles_dir, _secrets_in_environment(location):
-        # imported under the lock, as the warm-up does: two threads importing dbt's
+        # imported under the lock, as a parse does: two threads importing dbt's
         # modules at once can each get one of them half-initialised
         from dbt.adapters.duckdb.connections import DuckDBConnectionManager
         from dbt.cli.main import dbtRunner
@@ -356,9 +357,9 @@ def location_of(warehouse: Any) -> WarehouseLocation:
 
 def prepare(target: str = "build", project_dir: Path = PROJECT_DIR) -> Any:
     """Import dbt and parse `project_dir` for `target`, unless this process has already
-    (the parse is then reused by every invocation); returns dbt's manifest. A sync calls
-    it beside its fetch (:func:`diligence.analytics.warm_up`), so the build after the
-    load starts at once."""
+    (the parse is then reused by every invocation); returns dbt's manifest. The process
+    a sync's models build in calls it as it starts, beside the sync's fetch
+    (:mod:`diligence.analytics.aside`), so the build after the load starts at once."""
     with _lock:
         return _manifest(project_dir, target)
 

@@ -1,10 +1,13 @@
-"""dbt's imports and parse run beside a sync's fetch (`warm_up`), and the build reuses them."""
+"""dbt's imports and parse run beside a sync's fetch, in the process the build then runs in
+(`warm_up`, :mod:`diligence.analytics.aside`)."""
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -13,52 +16,119 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import duckdb
 import pytest
 
 import diligence.analytics
 import diligence.steps
-from diligence.analytics import dbt, warm_up
+from diligence.analytics import aside, build_and_publish, dbt, rebuild_analytics
 from diligence.analytics.dbt import PROJECT_DIR
 from diligence.analytics.models import build_models
-from diligence.errors import DbtError
+from diligence.errors import DbtError, ModelError, ModelProcessError, RemoteTraceback
+from diligence.warehouse.location import parse_location
 
+from . import aside_work
 from .rawdb import AS_OF
 
-BUILD = (str(PROJECT_DIR), "build")
+_BUILD_ASIDE = """
+import sys
+from datetime import datetime
+from diligence.analytics import rebuild_analytics, warm_up
+
+builder = warm_up()
+print("aside:", builder is not None)
+result = rebuild_analytics(sys.argv[1], as_of=datetime.fromisoformat(sys.argv[2]))
+print("dbt here:", "dbt.cli.main" in sys.modules)
+print("answers:", result.models.row_counts["analytics.answers"])
+print("copy:", result.published)
+print("builder alive:", builder._process.is_alive())
+"""
 
 
-def test_warm_up_parses_beside_the_caller_and_the_build_reuses_the_parse(
+def test_a_sync_process_builds_its_models_in_a_process_of_its_own(
         clean_template: Path, tmp_path: Path) -> None:
-    dbt.forget_parse()
-    thread = warm_up()
-    assert thread.daemon and thread.name == "dbt-warm-up"
-    thread.join(timeout=120)
-    assert not thread.is_alive()
-    parsed = dbt._manifests[BUILD]
+    """A process without dbt (a sync's) starts the builder before its fetch and never
+    imports dbt itself; the models and the analysts' copy are those of a build in place."""
+    aside, here = tmp_path / "aside.duckdb", tmp_path / "here.duckdb"
+    shutil.copyfile(clean_template, aside)
+    shutil.copyfile(clean_template, here)
+    done = subprocess.run([sys.executable, "-c", _BUILD_ASIDE, str(aside), AS_OF.isoformat()],
+                          capture_output=True, text=True, timeout=300, cwd=PROJECT_DIR.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    built = rebuild_analytics(here, as_of=AS_OF)
+    assert done.stdout.splitlines() == [
+        "aside: True", "dbt here: False", f"answers: {built.models.row_counts['analytics.answers']}",
+        f"copy: {tmp_path / 'aside-analytics.duckdb'}", "builder alive: False"], done.stdout
+    assert "leaked" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    for path in (aside, here):
+        with duckdb.connect(str(path.with_name(path.stem + "-analytics.duckdb")), read_only=True) as con:
+            assert con.execute("select count(*) from analytics.answers").fetchone()[0] > 0
 
+
+def test_the_builder_forwards_its_logs_and_raises_its_error_here(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    builder = aside.ModelBuilder(aside_work.fail)
+    with caplog.at_level(logging.WARNING, logger="diligence"), \
+            pytest.raises(ModelError, match="model answers failed: Binder Error") as raised:
+        builder.build(parse_location(str(tmp_path / "w.duckdb"), None))
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [
+        ("diligence.analytics", f"building in process {builder.pid}")]
+    assert raised.value.path == Path("/warehouse/folder")  # what the full-disk line names
+    assert raised.value.sql_path == Path("run/answers.sql")
+    assert isinstance(raised.value.__cause__, RemoteTraceback)
+    assert "aside_work.py" in str(raised.value.__cause__)
+    assert not builder._process.is_alive()
+
+
+def test_a_builder_that_dies_is_one_error_and_one_that_is_not_needed_is_ended(tmp_path: Path) -> None:
+    builder = aside.ModelBuilder(aside_work.die)
+    with pytest.raises(ModelProcessError, match="ended before it answered [(]killed by SIGKILL[)]"):
+        builder.build(parse_location(str(tmp_path / "w.duckdb"), None))
+
+    idle = aside.ModelBuilder(aside_work.die)
+    started = time.monotonic()
+    idle.close()  # the step it was for did not come: a sync that failed, or loaded nothing
+    assert not idle._process.is_alive() and time.monotonic() - started < 10
+
+
+_KILLED_WHILE_BUILDING = """
+import os, signal, sys
+from diligence.analytics import warm_up
+builder = warm_up()
+print(builder.pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_the_builder_ends_with_the_process_that_started_it() -> None:
+    """A sync killed (SIGKILL, the OOM killer) leaves no builder behind: it would write
+    the warehouse with no writer lock held."""
+    done = subprocess.run([sys.executable, "-c", _KILLED_WHILE_BUILDING], capture_output=True,
+                          text=True, timeout=120, cwd=PROJECT_DIR.parent)
+    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
+    pid = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 60
+    while Path(f"/proc/{pid}").exists() and "Z" not in _state(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid), "the builder outlived the sync"
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return "gone"
+
+
+def test_a_failed_parse_is_left_to_the_build_which_reports_it(clean_template: Path, tmp_path: Path) -> None:
+    project = tmp_path / "sql"
+    shutil.copytree(PROJECT_DIR, project, ignore=shutil.ignore_patterns("target", "logs", "dbt_packages"))
+    (project / "models" / "marts" / "broken.yml").write_text("version: 2\nmodels: [{name: }\n")
     warehouse = tmp_path / "warehouse.duckdb"
     shutil.copyfile(clean_template, warehouse)
-    result = build_models(warehouse, as_of=AS_OF)
-    assert result.row_counts["analytics.answers"] > 0
-    assert dbt._manifests[BUILD] is parsed  # not parsed again
-
-
-def test_a_failed_warm_up_is_left_to_the_build_which_reports_it(
-        clean_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    def broken(project_dir: Path, target: str) -> Any:
-        raise DbtError("dbt could not parse sql/: models/broken.sql is not valid")
-
-    monkeypatch.setattr(dbt, "_manifest", broken)
-    thread = warm_up()
-    thread.join(timeout=60)
-    assert not thread.is_alive()
-    assert capsys.readouterr().err == ""  # nothing printed by the thread
-
-    warehouse = tmp_path / "warehouse.duckdb"
-    shutil.copyfile(clean_template, warehouse)
-    with pytest.raises(DbtError, match="broken.sql is not valid"):
-        build_models(warehouse, as_of=AS_OF)
+    builder = aside.ModelBuilder(build_and_publish, project_dir=project)
+    with pytest.raises(DbtError, match="dbt could not parse sql/: Parsing Error"):
+        builder.build(parse_location(str(warehouse), None), as_of=AS_OF, project_dir=project)
 
 
 @pytest.mark.parametrize(("with_settings", "models", "warmed"),

@@ -5,7 +5,8 @@ before the phase runs.
     python -m tests.reliability.diskfull PHASE FILLER -- sync --warehouse W ...
 
 PHASE: ``fetch`` (the namespaces' staged rows, the manifest and the responses kept), ``load`` (the first
-namespace's commit), ``build`` (the dbt build) or ``publish`` (the analysts' copy).
+namespace's commit), ``build`` (the dbt build) or ``publish`` (the analysts' copy); the
+last two also in the process the models build in, which runs this module first.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def main() -> None:
     phase, filler, separator, *args = sys.argv[1:]
     assert separator == "--", "usage: diskfull PHASE FILLER -- diligence arguments"
     install(phase, Path(filler))
+    # the process the models build in (diligence.analytics.aside) fills it there too
+    os.environ[_PHASE], os.environ[_FILLER] = phase, filler
     from entry import main as diligence
 
     sys.argv = ["diligence", *args]
@@ -61,5 +64,9 @@ def main() -> None:
     diligence()
 
 
+_PHASE, _FILLER = "DISKFULL_PHASE", "DISKFULL_FILLER"
+
 if __name__ == "__main__":
     main()
+elif __name__ == "__mp_main__" and _PHASE in os.environ:  # this module, in a spawned process
+    install(os.environ[_PHASE], Path(os.environ[_FILLER]))

@@ -1,0 +1,207 @@
+"""The model build in a process of its own, started beside a sync's fetch.
+
+A sync is bound by one core: its threads (the fetch's event loop, the loads) share one
+GIL, so dbt's imports and parse (about 4 s of CPU) taken beside the fetch came out of
+it one for one, and the build after the load ran where the sync had run. :func:`start`
+starts a process (spawned: a new interpreter, none of the sync's threads) that imports
+dbt and parses the project on the machine's other core while the sync fetches. After
+the load the models step hands it the build and the analysts' copy (:func:`take`), and
+the sync's own process never imports dbt. A process that has dbt loaded already (it
+built before) builds in place: a new interpreter would cost it more than it saves.
+
+The process builds once, then exits. Its log records reach this process's loggers; its
+error (a model's, dbt's, a full disk's) is raised here, with its traceback as the
+cause; it ignores Ctrl-C, which the starting process handles, and ends with that
+process: terminated when it exits or stops waiting, and on its own when it is killed.
+A process that ends before it answers is a :class:`~diligence.errors.ModelProcessError`.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from logging.handlers import QueueHandler
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from ..errors import DiligenceError, ModelProcessError, RemoteTraceback
+from ..warehouse.location import WarehouseLocation
+from .dbt import PROJECT_DIR, prepare
+
+__all__ = ["ModelBuilder", "start", "take"]
+
+log = logging.getLogger("diligence.analytics")
+
+#: seconds a builder that answered has to exit before it is terminated
+_EXIT_SECONDS = 10.0
+
+_waiting: ModelBuilder | None = None
+_waiting_lock = threading.Lock()
+
+
+class ModelBuilder:
+    """A spawned process that imports dbt and parses `project_dir` as it starts, then
+    runs `work(location, **options)` once (:meth:`build`) and exits."""
+
+    def __init__(self, work: Callable[..., Any], project_dir: Path = PROJECT_DIR) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._conn, child = context.Pipe()
+        logs = _LogSettings.of_this_process()
+        self._process = context.Process(target=_serve, args=(child, work, project_dir, logs),
+                                        name="diligence-models", daemon=True)
+        self._process.start()
+        child.close()
+        self._answered = False
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    def build(self, location: WarehouseLocation, **options: Any) -> Any:
+        """What `work` returns for `location` in the building process; its error raised
+        here. Ends the process (see the module docstring)."""
+        try:
+            self._conn.send((location, options))
+            while True:
+                kind, payload, remote = self._conn.recv()
+                if kind == "log":
+                    logging.getLogger(payload.name).handle(payload)
+                    continue
+                self._answered = True
+                if kind == "result":
+                    return payload
+                payload.__cause__ = RemoteTraceback(remote)
+                raise payload
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            self._process.join(_EXIT_SECONDS)
+            raise ModelProcessError(
+                f"the process building the models ended before it answered "
+                f"({_ending(self._process.exitcode)}); analytics stays as it was") from None
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """End the process: one that answered exits by itself; else it is terminated."""
+        self._conn.close()
+        if self._answered:
+            self._process.join(_EXIT_SECONDS)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(_EXIT_SECONDS)
+
+
+def start(work: Callable[..., Any]) -> ModelBuilder | None:
+    """Start a builder for the next :func:`take` (ending one nobody took), unless this
+    process has dbt loaded; None then."""
+    global _waiting
+    with _waiting_lock:
+        if _waiting is not None:
+            _waiting.close()
+            _waiting = None
+        if "dbt.cli.main" in sys.modules:
+            return None
+        _waiting = ModelBuilder(work)
+        return _waiting
+
+
+def take() -> ModelBuilder | None:
+    """The builder :func:`start` left waiting, for one build (None: build in place)."""
+    global _waiting
+    with _waiting_lock:
+        builder, _waiting = _waiting, None
+    return builder
+
+
+def _ending(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "it did not exit"
+    if exitcode < 0:
+        return f"killed by {signal.Signals(-exitcode).name}"
+    return f"exit code {exitcode}"
+
+
+class _Sender:
+    """The building process's end of the pipe, shared by its threads; also the queue
+    of its log handler."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+
+    def send(self, kind: str, payload: Any, remote: str = "") -> None:
+        with self._lock:
+            self._conn.send((kind, payload, remote))
+
+    def put_nowait(self, record: logging.LogRecord) -> None:
+        self.send("log", record)
+
+
+@dataclass(frozen=True)
+class _LogSettings:
+    """What of this process's logging (:func:`diligence.logs.configure_logging`) the
+    building process applies to its records before they travel: the levels, and
+    whether a log that cannot be written (dbt's on a full disk) prints a traceback."""
+
+    levels: dict[str, int]
+    raise_exceptions: bool
+
+    @classmethod
+    def of_this_process(cls) -> _LogSettings:
+        return cls({name: logging.getLogger(name).level for name in ("", "diligence", "dlt")},
+                   bool(logging.raiseExceptions))
+
+    def apply(self, sender: _Sender) -> None:
+        logging.raiseExceptions = self.raise_exceptions
+        logging.getLogger().handlers[:] = [QueueHandler(sender)]  # type: ignore[arg-type]
+        for name, level in self.levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
+def _serve(conn: Connection, work: Callable[..., Any], project_dir: Path, logs: _LogSettings) -> None:
+    """The building process: parse, wait for the request, run it, answer, exit."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the starting process's to handle
+    threading.Thread(target=_end_with_parent, name="parent-watch", daemon=True).start()
+    sender = _Sender(conn)
+    logs.apply(sender)
+    try:
+        prepare("build", project_dir)
+    except Exception:  # noqa: BLE001 - the build parses again and reports it
+        log.debug("dbt's parse beside the sync failed; the build will parse again", exc_info=True)
+    code = 0
+    try:
+        location, options = conn.recv()
+    except EOFError:  # the starting process went on without a build
+        return
+    try:
+        sender.send("result", work(location, **options))
+    except BaseException as exc:  # noqa: BLE001 - every error is the starting process's to raise
+        remote = "".join(traceback.format_exception(exc))
+        try:
+            pickle.dumps(exc)
+        except Exception:  # noqa: BLE001 - an error that cannot travel is told in words
+            exc = DiligenceError(f"{type(exc).__name__}: {exc}")
+        sender.send("error", exc, remote)
+        code = 1
+    finally:
+        conn.close()
+        # the exit need not walk every object dbt made (as entry.main's)
+        gc.freeze()
+    sys.exit(code)
+
+
+def _end_with_parent() -> None:
+    """Exit when the process that started this one has ended (killed, say)."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        wait([parent.sentinel])
+        os._exit(1)

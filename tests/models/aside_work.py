@@ -1,0 +1,27 @@
+"""Work for the building process of the tests of :mod:`diligence.analytics.aside`:
+importable by name in a spawned interpreter, as the product's own work is."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from diligence.errors import ModelError
+
+log = logging.getLogger("diligence.analytics")
+
+
+def fail(location: Any, **options: Any) -> None:
+    """Tell something, then fail as a model does, with the path the build wrote."""
+    log.warning("building in process %d", os.getpid())
+    error = ModelError("answers", "Binder Error: column x not found", Path("run/answers.sql"))
+    error.path = Path("/warehouse/folder")
+    raise error
+
+
+def die(location: Any, **options: Any) -> None:
+    """End as the kernel ends a process out of memory."""
+    os.kill(os.getpid(), signal.SIGKILL)
