@@ -3,8 +3,9 @@
 A sync is bound by one core: its threads (the fetch's event loop, the loads) share one
 GIL, so dbt's imports and parse (about 4 s of CPU) taken beside the fetch came out of
 it one for one, and the build after the load ran where the sync had run. :func:`start`
-starts a process (spawned: a new interpreter, none of the sync's threads) that imports
-dbt and parses the project on the machine's other core while the sync fetches. After
+starts a process (a new interpreter: none of the sync's threads, and unlike
+multiprocessing's spawn, never the caller's main script again) that imports dbt and
+parses the project on the machine's other core while the sync fetches. After
 the load the models step hands it the build and the analysts' copy (:func:`take`), and
 the sync's own process never imports dbt. A process that has dbt loaded already (it
 built before) builds in place: a new interpreter would cost it more than it saves.
@@ -18,19 +19,19 @@ A process that ends before it answers is a :class:`~diligence.errors.ModelProces
 
 from __future__ import annotations
 
-import gc
 import logging
-import multiprocessing
 import os
 import pickle
 import signal
+import socket
+import subprocess
 import sys
 import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from logging.handlers import QueueHandler
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -50,22 +51,30 @@ _waiting_lock = threading.Lock()
 
 
 class ModelBuilder:
-    """A spawned process that imports dbt and parses `project_dir` as it starts, then
-    runs `work(location, **options)` once (:meth:`build`) and exits."""
+    """A process of its own (a new interpreter running :func:`serve`, nothing of this
+    one's) that imports dbt and parses `project_dir` as it starts, then runs
+    `work(location, **options)` once (:meth:`build`) and exits."""
 
     def __init__(self, work: Callable[..., Any], project_dir: Path = PROJECT_DIR) -> None:
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        logs = _LogSettings.of_this_process()
-        self._process = context.Process(target=_serve, args=(child, work, project_dir, logs),
-                                        name="diligence-models", daemon=True)
-        self._process.start()
-        child.close()
+        mine, theirs = socket.socketpair()
+        # the process reads the end of this pipe when this one has ended, whatever ended it
+        watched, self._alive = os.pipe()
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _SERVE, str(theirs.fileno()), str(watched)],
+            pass_fds=(theirs.fileno(), watched), stdin=subprocess.DEVNULL)
+        theirs.close()
+        os.close(watched)
+        self._conn = Connection(mine.detach())
+        self._conn.send(list(sys.path))  # where `work` is found
+        self._conn.send((work, project_dir, _LogSettings.of_this_process()))
         self._answered = False
 
     @property
-    def pid(self) -> int | None:
+    def pid(self) -> int:
         return self._process.pid
+
+    def alive(self) -> bool:
+        return self._process.poll() is None
 
     def build(self, location: WarehouseLocation, **options: Any) -> Any:
         """What `work` returns for `location` in the building process; its error raised
@@ -83,21 +92,35 @@ class ModelBuilder:
                 payload.__cause__ = RemoteTraceback(remote)
                 raise payload
         except (EOFError, BrokenPipeError, ConnectionResetError):
-            self._process.join(_EXIT_SECONDS)
+            self._wait()
             raise ModelProcessError(
                 f"the process building the models ended before it answered "
-                f"({_ending(self._process.exitcode)}); analytics stays as it was") from None
+                f"({_ending(self._process.returncode)}); analytics stays as it was") from None
         finally:
             self.close()
 
     def close(self) -> None:
         """End the process: one that answered exits by itself; else it is terminated."""
+        if self._conn.closed:
+            return
         self._conn.close()
-        if self._answered:
-            self._process.join(_EXIT_SECONDS)
-        if self._process.is_alive():
+        if not self._answered:
             self._process.terminate()
-            self._process.join(_EXIT_SECONDS)
+        self._wait()
+        os.close(self._alive)  # only now: its end tells the process this one has ended
+
+    def _wait(self) -> None:
+        try:
+            self._process.wait(_EXIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+
+#: what the building process runs: Ctrl-C is the starting process's to handle, from
+#: the first instant
+_SERVE = ("import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+          "from diligence.analytics.aside import serve; serve()")
 
 
 def start(work: Callable[..., Any]) -> ModelBuilder | None:
@@ -167,21 +190,24 @@ class _LogSettings:
             logging.getLogger(name).setLevel(level)
 
 
-def _serve(conn: Connection, work: Callable[..., Any], project_dir: Path, logs: _LogSettings) -> None:
-    """The building process: parse, wait for the request, run it, answer, exit."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the starting process's to handle
-    threading.Thread(target=_end_with_parent, name="parent-watch", daemon=True).start()
+def serve() -> None:
+    """The building process (``python -c`` :data:`_SERVE` CONNECTION WATCHED): parse,
+    wait for the request, run it, answer, exit."""
+    conn, watched = Connection(int(sys.argv[1])), int(sys.argv[2])
+    threading.Thread(target=_end_with, args=(watched,), name="parent-watch", daemon=True).start()
+    sys.path[:] = conn.recv()
+    work, project_dir, logs = conn.recv()
     sender = _Sender(conn)
     logs.apply(sender)
     try:
         prepare("build", project_dir)
     except Exception:  # noqa: BLE001 - the build parses again and reports it
         log.debug("dbt's parse beside the sync failed; the build will parse again", exc_info=True)
-    code = 0
     try:
         location, options = conn.recv()
     except EOFError:  # the starting process went on without a build
         return
+    code = 0
     try:
         sender.send("result", work(location, **options))
     except BaseException as exc:  # noqa: BLE001 - every error is the starting process's to raise
@@ -194,14 +220,12 @@ def _serve(conn: Connection, work: Callable[..., Any], project_dir: Path, logs: 
         code = 1
     finally:
         conn.close()
-        # the exit need not walk every object dbt made (as entry.main's)
-        gc.freeze()
     sys.exit(code)
 
 
-def _end_with_parent() -> None:
-    """Exit when the process that started this one has ended (killed, say)."""
-    parent = multiprocessing.parent_process()
-    if parent is not None:
-        wait([parent.sentinel])
-        os._exit(1)
+def _end_with(watched: int) -> None:
+    """Exit when the starting process has ended (killed, say): its end of `watched`
+    closes, and reading it returns nothing."""
+    while os.read(watched, 1):
+        pass
+    os._exit(1)

@@ -9,10 +9,9 @@ blur it: the CPU the process used from SIGINT to its exit (about 0.6 s: cancelli
 the interpreter's own exit), and the wall time from the moment the kernel delivered the
 signal. On an idle machine it stops within 0.6 s; the suite's bound is the one a 2-core
 machine running three test workers meets. The sync runs with ``--no-models``: otherwise
-dbt's warm-up thread (its imports and parse beside the fetch, about 4 CPU s) runs on
-through the stop and its CPU counts as the stop's (0.9-1.4 s measured, against 0.4-0.65 s
-without it; once 1.50 s under load). That thread is a daemon (``test_dbt_warm_up``): the
-exit does not wait for it.
+the process its models build in starts beside the fetch (dbt's imports and parse, about
+4 CPU s of its own), and its start-up would weigh on the machine the stop is measured
+on. The sync ends that process when it stops (``test_dbt_warm_up``).
 """
 
 from __future__ import annotations
