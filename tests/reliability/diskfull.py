@@ -6,7 +6,7 @@ before the phase runs.
 
 PHASE: ``fetch`` (the namespaces' staged rows, the manifest and the responses kept), ``load`` (the first
 namespace's commit), ``build`` (the dbt build) or ``publish`` (the analysts' copy); the
-last two also in the process the models build in, which runs this module first.
+last two also in the process the models build in (:data:`SITE`, first on the PYTHONPATH).
 """
 
 from __future__ import annotations
@@ -55,8 +55,9 @@ def main() -> None:
     phase, filler, separator, *args = sys.argv[1:]
     assert separator == "--", "usage: diskfull PHASE FILLER -- diligence arguments"
     install(phase, Path(filler))
-    # the process the models build in (diligence.analytics.aside) fills it there too
-    os.environ[_PHASE], os.environ[_FILLER] = phase, filler
+    # the process the models build in (diligence.analytics.aside) fills it there too,
+    # as it starts (diskfull_site/sitecustomize.py)
+    os.environ["DISKFULL_PHASE"], os.environ["DISKFULL_FILLER"] = phase, filler
     from entry import main as diligence
 
     sys.argv = ["diligence", *args]
@@ -64,9 +65,9 @@ def main() -> None:
     diligence()
 
 
-_PHASE, _FILLER = "DISKFULL_PHASE", "DISKFULL_FILLER"
+#: first on the PYTHONPATH of a run: its sitecustomize.py installs the phase's filler in
+#: the processes the run starts
+SITE = Path(__file__).resolve().parent / "diskfull_site"
 
 if __name__ == "__main__":
     main()
-elif __name__ == "__mp_main__" and _PHASE in os.environ:  # this module, in a spawned process
-    install(os.environ[_PHASE], Path(os.environ[_FILLER]))

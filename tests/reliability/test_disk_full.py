@@ -26,6 +26,7 @@ from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
 from tests.cli.helpers import run
 from tests.helpers import queries
 from tests.processes import REPO
+from tests.reliability import diskfull
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +74,7 @@ def _filling_the_disk(phase: str, filler: Path, args: list[str]) -> subprocess.C
     (:mod:`tests.reliability.diskfull`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SOURCES__", "DILIGENCE_"))}
     return subprocess.run([sys.executable, "-m", "tests.reliability.diskfull", phase, str(filler), "--", *args],
-                          cwd=REPO, env=env | CREDENTIALS | {"COLUMNS": "1000"},
+                          cwd=REPO, env=env | CREDENTIALS | {"COLUMNS": "1000", "PYTHONPATH": f"{diskfull.SITE}:{REPO}"},
                           capture_output=True, text=True, timeout=300)
 
 
