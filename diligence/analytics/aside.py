@@ -100,14 +100,15 @@ class ModelBuilder:
             self.close()
 
     def close(self) -> None:
-        """End the process: one that answered exits by itself; else it is terminated."""
+        """End the process: one that answered exits by itself, not waited for (its exit
+        takes about a second with dbt loaded); else it is terminated."""
         if self._conn.closed:
             return
         self._conn.close()
         if not self._answered:
             self._process.terminate()
-        self._wait()
-        os.close(self._alive)  # only now: its end tells the process this one has ended
+            self._wait()
+        os.close(self._alive)  # its end tells the process this one is done with it
 
     def _wait(self) -> None:
         try:
@@ -209,13 +210,16 @@ def serve() -> None:
         return
     code = 0
     try:
-        sender.send("result", work(location, **options))
+        result = work(location, **options)
+        _answered.set()
+        sender.send("result", result)
     except BaseException as exc:  # noqa: BLE001 - every error is the starting process's to raise
         remote = "".join(traceback.format_exception(exc))
         try:
             pickle.dumps(exc)
         except Exception:  # noqa: BLE001 - an error that cannot travel is told in words
             exc = DiligenceError(f"{type(exc).__name__}: {exc}")
+        _answered.set()
         sender.send("error", exc, remote)
         code = 1
     finally:
@@ -223,9 +227,14 @@ def serve() -> None:
     sys.exit(code)
 
 
+#: set in the building process once its work is done: from then on it exits by itself
+_answered = threading.Event()
+
+
 def _end_with(watched: int) -> None:
-    """Exit when the starting process has ended (killed, say): its end of `watched`
-    closes, and reading it returns nothing."""
+    """Exit when the starting process has ended (killed, say) before the work was done:
+    its end of `watched` closes, and reading it returns nothing."""
     while os.read(watched, 1):
         pass
-    os._exit(1)
+    if not _answered.is_set():
+        os._exit(1)
