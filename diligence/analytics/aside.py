@@ -43,7 +43,7 @@ __all__ = ["ModelBuilder", "start", "take"]
 
 log = logging.getLogger("diligence.analytics")
 
-#: seconds a builder that answered has to exit before it is terminated
+#: seconds a builder that was ended (or died) has to exit before it is killed
 _EXIT_SECONDS = 10.0
 
 _waiting: ModelBuilder | None = None
@@ -134,7 +134,10 @@ def start(work: Callable[..., Any]) -> ModelBuilder | None:
             _waiting = None
         if "dbt.cli.main" in sys.modules:
             return None
-        _waiting = ModelBuilder(work)
+        try:
+            _waiting = ModelBuilder(work)
+        except OSError:  # no process to be had (out of processes, say): build in place
+            log.debug("the models' process did not start; they will build in this one", exc_info=True)
         return _waiting
 
 

@@ -218,3 +218,13 @@ def test_an_invocation_imports_dbt_only_under_the_lock_the_warm_up_holds() -> No
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["dbt imported before the lock: False",
                                         "finished: True"], done.stdout + done.stderr[-2000:]
+
+
+def test_a_builder_that_cannot_start_leaves_the_build_to_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*args: Any, **kwargs: Any) -> None:
+        raise BlockingIOError("Resource temporarily unavailable")  # fork refused: out of processes
+
+    monkeypatch.delitem(sys.modules, "dbt.cli.main", raising=False)  # as a sync's process, without dbt
+    monkeypatch.setattr(aside, "ModelBuilder", refused)
+    assert aside.start(build_and_publish) is None
+    assert aside.take() is None  # so rebuild_analytics builds in place
