@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,3 +26,8 @@ def fail(location: Any, **options: Any) -> None:
 def die(location: Any, **options: Any) -> None:
     """End as the kernel ends a process out of memory."""
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def wait(location: Any, **options: Any) -> None:
+    """Build for as long as a test needs (longer than any of them runs)."""
+    time.sleep(600)

@@ -95,9 +95,13 @@ def test_a_builder_that_dies_is_one_error_and_one_that_is_not_needed_is_ended(tm
 
 
 _KILLED_WHILE_BUILDING = """
-import os, signal, sys
-from diligence.analytics import warm_up
-builder = warm_up()
+import os, signal, threading, time
+from diligence.analytics import aside
+from diligence.warehouse.location import parse_location
+from tests.models import aside_work
+builder = aside.ModelBuilder(aside_work.wait)
+threading.Thread(target=builder.build, args=(parse_location("w.duckdb", None),), daemon=True).start()
+time.sleep(5)  # the request sent: the process is at work, not waiting to read
 print(builder.pid, flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
 """
