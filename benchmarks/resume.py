@@ -45,6 +45,7 @@ from typing import Any
 
 import httpx
 
+from diligence.evidence.bucket import MISSED_HEARTBEATS
 from diligence.warehouse import lake
 from diligence.warehouse.location import WarehouseLocation, parse_location
 from pipelines.evidence.manifest import SUFFIX, read_manifest
@@ -180,7 +181,7 @@ def run_machines(connections: int, latency_ms: float, repeat: int, kill_at: floa
                 full = sync("full", *lakes["full"])
                 killed = sync("killed", *lakes["resumed"], kill_after=int(kill_at * full["requests"]))
                 killed["recorded"] = _recorded(root / "killed" / "home")
-                time.sleep(6 * heartbeat + 1)  # the killed machine's manifest is taken for gone
+                time.sleep(MISSED_HEARTBEATS * heartbeat + 1)  # the killed machine's manifest is taken for gone
                 resumed = sync("resumed", *lakes["resumed"])
                 resumed["kept"] = kept_answers((root / "resumed" / "work" / "sync.log").read_text(errors="replace"))
                 exact = _rows(lakes["resumed"][0]) == _rows(lakes["full"][0])
