@@ -15,7 +15,7 @@ import json
 import os
 import resource
 import sys
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,25 +31,26 @@ def _cpu_seconds() -> float:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     folder = os.environ.get("CENSUS_DIR")
+    if not folder:
+        return (yield)
     before = _cpu_seconds()
     try:
         return (yield)
     finally:
-        if folder:
-            Path(folder).mkdir(parents=True, exist_ok=True)
-            line = {"test": item.nodeid.split("@", 1)[0], "cpu": round(_cpu_seconds() - before, 3)}
-            with open(Path(folder) / f"{os.getpid()}.jsonl", "a", encoding="utf-8") as out:
-                out.write(json.dumps(line) + "\n")
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        line = {"test": item.nodeid.split("@", 1)[0], "cpu": round(_cpu_seconds() - before, 3)}
+        with open(Path(folder) / f"{os.getpid()}.jsonl", "a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
 
 
 def summary(folder: Path, top: int = 40) -> str:
     """The census of one run: its total, then the costliest files and tests."""
-    tests: dict[str, float] = {}
+    tests: Counter[str] = Counter()
     for path in sorted(folder.glob("*.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
-            tests[record["test"]] = tests.get(record["test"], 0.0) + record["cpu"]
-    files: dict[str, float] = defaultdict(float)
+            tests[record["test"]] += record["cpu"]
+    files: Counter[str] = Counter()
     for test, cpu in tests.items():
         files[test.split("::", 1)[0]] += cpu
     lines = [f"{len(tests)} tests, {sum(tests.values()):,.0f} CPU s", "", "by file:"]
