@@ -291,6 +291,8 @@ def _commit(owner: Warehouse, stream: NamespaceStream, result: NamespaceResult,
         info = owner.load(source, result.namespace_company_id if owner.is_lake else None, prepare=upgrade_raw)
     except Exception as exc:
         stream.discard(result)
+        if isinstance(cause := _unwrap(exc), KeyboardInterrupt):
+            raise cause from None  # a Ctrl-C in a step of dlt's, which wraps it: still a Ctrl-C
         if not _known(exc):
             raise
         raise SyncError(

@@ -44,6 +44,13 @@ def configure_dlt() -> None:
     # is loaded, so dlt's folder does not keep every sync's confidential rows (the
     # package's record of what was loaded stays).
     dlt.config["load.delete_completed_jobs"] = True
+    # A signal acts at once in every step of a sync, as it does in the fetch: dlt would
+    # hold the first SIGINT or SIGTERM that comes during its normalize or load and look at
+    # it only between two passes of the step, and forget it when the step ends, so the
+    # stop of a Prefect worker, `kill` or a Ctrl-C landing there would be lost (the sync
+    # ran on, and the worker waited for it). The load is one transaction: a stop there
+    # commits nothing of it.
+    dlt.config["runtime.intercept_signals"] = False
     # No usage telemetry to dltHub (on by default: a request after each pipeline step),
     # as dbt's is off: a sync talks to the service and to nothing else. dlt started its
     # tracker with its default when its configuration was first read, so it is stopped

@@ -215,3 +215,45 @@ def test_the_lock_still_excludes_a_second_writer_once_files_are_removed(tmp_path
     assert len(lines) == 3 * 40 * 2
     assert lines == ["in", "out"] * (3 * 40), "two writers held the lock at once"
     assert not _locks(tmp_path)
+
+
+def test_a_signal_in_dlts_normalize_or_load_acts_at_once_and_a_ctrl_c_there_stays_one(
+    tmp_path: Path, sandbox: SandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dlt would hold a SIGINT or SIGTERM that comes during its normalize or load until
+    the step's next pass, and forget it when the step ends: the stop of a Prefect worker
+    landing there was lost, and the worker waited on a sync that ran on. A sync's steps
+    never hand the signals to dlt; a Ctrl-C inside one of dlt's steps (which wraps it in
+    its step's error) still ends the sync as a Ctrl-C, and the next sync loads it all."""
+    from dlt.common.runtime.signals import _signal_receiver
+    from dlt.normalize import Normalize
+
+    warehouse = tmp_path / "w.duckdb"
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Normalize, "run", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            sync(sandbox, warehouse)
+
+    held: set[str] = set()
+    syncing = threading.Event()
+
+    def watch() -> None:  # the handlers, every millisecond (dlt's steps take tens of them)
+        while not syncing.wait(0.001):
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(signum) is _signal_receiver:
+                    held.add(signal.Signals(signum).name)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        result = sync(sandbox, warehouse)
+    finally:
+        syncing.set()
+        watcher.join()
+    assert not result.failed and len(result.namespaces) == 2
+    assert held == set(), f"dlt held {held} during the sync"
+    assert current_counts(warehouse)["connections"]  # everything was loaded
