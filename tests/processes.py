@@ -164,6 +164,24 @@ def descendants(pid: int) -> set[int]:
     return found
 
 
+def described(pids: set[int]) -> str:
+    """One line per process of `pids` still there: its PID, state, what it waits in (the
+    kernel's wchan) and its command line; what a test that timed out on a stop shows, so
+    that the process that did not end is named."""
+    lines = []
+    for pid in sorted(pids):
+        stat = _stat(pid)
+        if stat is None:
+            continue
+        try:
+            wchan = Path(f"/proc/{pid}/wchan").read_text()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        lines.append(f"{pid} {stat[0]} {wchan or '-'} {command.strip()[:200]}")
+    return "\n".join(lines) or "(none)"
+
+
 def still_running(pids: set[int], group: int) -> set[int]:
     """Those of `pids`, and of the members of process group `group`, that have not exited
     (a zombie has: only its exit status is left for a parent to collect)."""

@@ -37,6 +37,7 @@ from tests.processes import (
     ProxyTrap,
     base_env,
     descendants,
+    described,
     prefect_server,
     start,
     still_running,
@@ -49,6 +50,8 @@ pytestmark = pytest.mark.slow
 #: quiet machine; the bound allows a loaded 2-core machine, on which the run in flight
 #: may still be importing when its SIGINT arrives (one such stop took over 10 s in CI).
 STOP_SECONDS = 30
+#: How much longer a stop that took too long is watched, to tell a slow stop from a hang.
+LATE_SECONDS = 60
 STARTUP_SECONDS = 120
 DILIGENCE = Path(sys.executable).with_name("diligence")
 #: Output that a clean stop never prints.
@@ -103,7 +106,15 @@ def sigterm_and_wait(process: subprocess.Popen[bytes], log: Path) -> float:
     try:
         process.wait(timeout=STOP_SECONDS)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"still running {STOP_SECONDS} s after SIGTERM:\n{log.read_text()[-3000:]}")
+        # still a failure; what is left running, and whether it ends at all, say where
+        alive = described({process.pid} | descendants(process.pid))
+        try:
+            process.wait(timeout=LATE_SECONDS)
+            late = f"it exited {time.monotonic() - signalled:.0f} s after SIGTERM"
+        except subprocess.TimeoutExpired:
+            late = f"it was still running {STOP_SECONDS + LATE_SECONDS} s after SIGTERM"
+        pytest.fail(f"still running {STOP_SECONDS} s after SIGTERM ({late}):\n{alive}\n"
+                    f"{log.read_text()[-3000:]}")
     stopped = time.monotonic() - signalled
     while (left := still_running(started, process.pid)) and time.monotonic() < signalled + STOP_SECONDS:
         time.sleep(0.2)
