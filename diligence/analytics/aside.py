@@ -31,10 +31,12 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from logging.handlers import QueueHandler
+from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from ..config import settings
 from ..errors import DiligenceError, ModelProcessError, RemoteTraceback
 from ..warehouse.location import WarehouseLocation
 from .dbt import PROJECT_DIR, prepare
@@ -198,6 +200,7 @@ def serve() -> None:
     """The building process (``python -c`` :data:`_SERVE` CONNECTION WATCHED): parse,
     wait for the request, run it, answer, exit."""
     conn, watched = Connection(int(sys.argv[1])), int(sys.argv[2])
+    _quiet_resource_tracker()
     threading.Thread(target=_end_with, args=(watched,), name="parent-watch", daemon=True).start()
     sys.path[:] = conn.recv()
     work, project_dir, logs = conn.recv()
@@ -205,8 +208,9 @@ def serve() -> None:
     logs.apply(sender)
     try:
         prepare("build", project_dir)
-    except Exception:  # noqa: BLE001 - the build parses again and reports it
-        log.debug("dbt's parse beside the sync failed; the build will parse again", exc_info=True)
+        settings()  # what the build reads, and with it dlt's imports (0.9 s)
+    except Exception:  # noqa: BLE001 - the build parses and reads them again, and reports it
+        log.debug("dbt's parse or the settings beside the sync failed; the build will try again", exc_info=True)
     try:
         location, options = conn.recv()
     except EOFError:  # the starting process went on without a build
@@ -227,7 +231,37 @@ def serve() -> None:
         code = 1
     finally:
         conn.close()
+    _release_output()
     sys.exit(code)
+
+
+def _quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker with /dev/null for its stdout and
+    stderr. dbt's locks would start it with this process's, the sync's, and it lives as
+    long as this process: a reader of the sync's output (a pipe, ``| tee``, Prefect's
+    worker) would wait for its end, this process's teardown (1-2 s with dbt loaded),
+    after the sync itself had ended. This process lets go of that output once it has
+    answered (:func:`_release_output`)."""
+    saved = os.dup(1), os.dup(2)
+    try:
+        _release_output()
+        resource_tracker.ensure_running()
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+def _release_output() -> None:
+    """Point stdout and stderr at /dev/null (once the answer is sent: nothing this
+    process says from then on is read)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
 
 
 #: set in the building process once its work is done: from then on it exits by itself

@@ -3,7 +3,9 @@ importable by name in a spawned interpreter, as the product's own work is."""
 
 from __future__ import annotations
 
+import atexit
 import logging
+import multiprocessing
 import os
 import signal
 import time
@@ -31,3 +33,11 @@ def die(location: Any, **options: Any) -> None:
 def wait(location: Any, **options: Any) -> None:
     """Build for as long as a test needs (longer than any of them runs)."""
     time.sleep(600)
+
+
+def linger(location: Any, **options: Any) -> str:
+    """Answer, then take long to exit, as a process with dbt loaded does, holding a lock
+    of multiprocessing's (dbt's locks start its resource tracker)."""
+    lock = multiprocessing.get_context("spawn").Lock()
+    atexit.register(time.sleep, 600)
+    return f"built, holding {type(lock).__name__}"

@@ -120,6 +120,33 @@ def test_the_builder_ends_with_the_process_that_started_it() -> None:
     assert not Path(f"/proc/{pid}").exists() or "Z" in _state(pid), "the builder outlived the sync"
 
 
+_LINGERING = """
+from diligence.analytics import aside
+from diligence.warehouse.location import parse_location
+from tests.models import aside_work
+builder = aside.ModelBuilder(aside_work.linger)
+print(builder.build(parse_location("w.duckdb", None)), builder.pid, flush=True)
+"""
+
+
+def test_the_output_of_a_sync_ends_with_the_sync_not_with_its_builder() -> None:
+    """A reader of the sync's output (a pipe, `| tee`, Prefect's worker) is done when the
+    sync exits: the builder, still exiting, and the resource tracker it started hold
+    none of that output."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _LINGERING], capture_output=True, text=True,
+                              timeout=120, cwd=PROJECT_DIR.parent)  # the builder lingers 600 s
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError("the sync's output stayed open after it exited") from exc
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer, pid = done.stdout.rsplit(maxsplit=1)
+    assert answer == "built, holding Lock"
+    try:
+        assert _state(int(pid)) not in ("gone", "Z")  # still exiting: what the pipe did not wait for
+    finally:
+        os.kill(int(pid), signal.SIGKILL)
+
+
 def _state(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
