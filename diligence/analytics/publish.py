@@ -43,7 +43,7 @@ from ..warehouse.compact import COMPACT_AT_FREE_SHARE, free_share
 from ..warehouse.filemodes import protect
 from ..warehouse.paths import publishing_path, wal_of
 from ..warehouse.sql import sql_identifier, sql_string, transaction
-from .dbt import render_macro
+from .dbt import render_macros
 from .incremental import Built, HistoryTable, built_tables
 from .models import BUILD_SUFFIX, copy_comments
 
@@ -91,8 +91,8 @@ def publish_analytics(
         # DuckDB 1.5 takes no bound parameter in ATTACH: a quoted literal instead
         con.execute(f"attach {sql_string(str(temporary))} as published")
         try:
-            changed = {table: _changed_rows(con, source, table, (history or {})[table], watermarks)
-                       for table, watermarks in kept.items() if watermarks is not None}
+            changed = _changed_rows(con, source, {table: ((history or {})[table], watermarks)
+                                                  for table, watermarks in kept.items() if watermarks is not None})
             if kept:
                 # what the copy does not keep goes first, and a checkpoint frees its blocks
                 # before anything is written: the new rows reuse them, and the copy stays
@@ -159,24 +159,33 @@ def _kept_from_copy(
 
 
 def _changed_rows(
-    con: duckdb.DuckDBPyConnection, source: str, table: str, spec: HistoryTable, watermarks: dict[str, str]
-) -> str:
-    """A temporary table of the rows of `table` whose key the build changed: its rows
-    after the build before's `watermarks`, and those of companies renamed since; returns
-    its name."""
-    relation = f"{sql_identifier(source)}.analytics.{sql_identifier(table)}"
-    changed = render_macro("rows_after_watermark", relation, watermarks, list(spec.boundaries), target="build")
-    columns = {row[0] for row in con.execute(
-        "select column_name from duckdb_columns() where database_name = "
-        f"{sql_string(source)} and schema_name = 'analytics' and table_name = {sql_string(table)}").fetchall()}
-    if "company_name" in columns:
-        renamed = render_macro("is_after_watermark", watermarks, ["name_changed_at"], target="build")
-        changed += (f"\nunion\nselect * from {relation} semi join (select namespace_company_id, company_id "
-                    f"from {sql_identifier(source)}.staging.stg_company_names where {renamed}) "
-                    "using (namespace_company_id, company_id)")
-    name = sql_identifier(f"changed_{table}")
-    con.execute(f"create or replace temporary table {name} as {changed}")
-    return name
+    con: duckdb.DuckDBPyConnection, source: str, tables: Mapping[str, tuple[HistoryTable, dict[str, str]]]
+) -> dict[str, str]:
+    """For each of `tables` (name -> its spec and the build before's watermarks), a
+    temporary table of the rows whose key the build changed: its rows after those
+    watermarks, and those of companies renamed since; returns their names by table. The
+    project's macros give the SQL, all in one dbt invocation."""
+    renamed_columns = {row[0] for row in con.execute(
+        "select table_name from duckdb_columns() where database_name = "
+        f"{sql_string(source)} and schema_name = 'analytics' and column_name = 'company_name'").fetchall()}
+    calls = []
+    for table, (spec, watermarks) in tables.items():
+        relation = f"{sql_identifier(source)}.analytics.{sql_identifier(table)}"
+        calls.append(("rows_after_watermark", (relation, watermarks, list(spec.boundaries))))
+        if table in renamed_columns:
+            calls.append(("is_after_watermark", (watermarks, ["name_changed_at"])))
+    rendered = iter(render_macros(calls, target="build"))
+    names: dict[str, str] = {}
+    for table in tables:
+        changed = next(rendered)
+        if table in renamed_columns:
+            relation = f"{sql_identifier(source)}.analytics.{sql_identifier(table)}"
+            changed += (f"\nunion\nselect * from {relation} semi join (select namespace_company_id, company_id "
+                        f"from {sql_identifier(source)}.staging.stg_company_names where {next(rendered)}) "
+                        "using (namespace_company_id, company_id)")
+        names[table] = sql_identifier(f"changed_{table}")
+        con.execute(f"create or replace temporary table {names[table]} as {changed}")
+    return names
 
 
 def _drop_others(con: duckdb.DuckDBPyConnection, kept_tables: set[str]) -> None:

@@ -185,7 +185,7 @@ def test_a_rendered_macro_classes_dates_by_the_marts_own_rule() -> None:
     """`render_macro` gives Python-side queries the project's own rule: classing each
     case's date with the rendered `expiry_status` gives the statuses that
     document_expiry gives."""
-    from diligence.analytics.dbt import render_macro
+    from diligence.analytics.dbt import render_macro, render_macros
     from diligence.errors import DbtError
 
     rule = render_macro("expiry_status", "expiration_date", "is_invalid", "?::timestamptz",
@@ -207,3 +207,8 @@ def test_a_rendered_macro_classes_dates_by_the_marts_own_rule() -> None:
     # a failed render leaves nothing behind for the next one
     assert render_macro("expiry_status", "expiration_date", "is_invalid", "?::timestamptz",
                         "?::integer") == rule
+    # several macros in one invocation give what each gives alone, in their order
+    watermark = render_macro("is_after_watermark", {"ns-1": "2026-01-01T00:00:00+00:00"}, ["valid_from"])
+    assert render_macros([("is_after_watermark", ({"ns-1": "2026-01-01T00:00:00+00:00"}, ["valid_from"])),
+                          ("expiry_status", ("expiration_date", "is_invalid", "?::timestamptz", "?::integer"))]
+                         ) == [watermark, rule]
