@@ -1,5 +1,5 @@
 """The project's SQL models and checks run unchanged on a lake and give the same
-analytics tables as on a DuckDB file."""
+analytics tables as on a DuckDB file, first built and then extended."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from diligence.warehouse import Warehouse, lake
 from diligence.warehouse.location import WarehouseLocation
 
 from ..models.rawdb import SYNCED_AT
-from ..models.synthetic import PROFILES, append_sync, append_sync_to, generate_raw
+from ..models.synthetic import append_sync, append_sync_to, generate_raw
 
 AS_OF = SYNCED_AT + timedelta(days=1)
 
@@ -37,18 +37,14 @@ def _copy_raw_into(con: duckdb.DuckDBPyConnection, source: Path) -> list[str]:
     return tables
 
 
-def test_models_and_checks_on_a_lake_equal_a_file_build(
+def test_models_and_checks_on_a_lake_equal_a_file_build_and_extend_as_a_full_build(
     lake_location: WarehouseLocation, tmp_path: Path
 ) -> None:
-    profile = PROFILES["small"]
-    raw = generate_raw(
-        tmp_path / "source.duckdb",
-        profile.questionnaires // 4,
-        profile.fields_per_questionnaire,
-        profile.namespaces,
-        profile.company_types,
-        profile.syncs,
-    )
+    """A first build on a lake gives every table, comment and export a file's build gives.
+    Then, as on a file, the spares are renamed and extended (delete+insert, the state in
+    staging.incremental_state): after a second build and one more sync, the third build
+    extends every history table and gives the tables a full build of a file gives."""
+    raw = generate_raw(tmp_path / "source.duckdb", 200, 30, 2, 2, 6, churn=0.05)
     file_warehouse = tmp_path / "file.duckdb"
     shutil.copy(raw, file_warehouse)
     file_result = build_models(file_warehouse, as_of=AS_OF)
@@ -115,7 +111,6 @@ def test_models_and_checks_on_a_lake_equal_a_file_build(
     finally:
         con.close()
 
-
     # the exports from the lake are the same files, byte for byte
     con = lake.connect(lake_location, read_only=True)
     try:
@@ -129,21 +124,7 @@ def test_models_and_checks_on_a_lake_equal_a_file_build(
     for lake_file, file_file in zip(lake_files, file_files, strict=True):
         assert lake_file.path.read_bytes() == file_file.path.read_bytes(), lake_file.report
 
-
-def test_the_history_marts_extend_on_a_lake_as_a_full_build_makes_them(
-    lake_location: WarehouseLocation, tmp_path: Path
-) -> None:
-    """On a lake the spares are renamed and extended as on a file (delete+insert, the
-    state in staging.incremental_state): after two builds and one more sync, the third
-    build extends every history table and gives the tables a full build of a file
-    gives."""
-    raw = generate_raw(tmp_path / "source.duckdb", 200, 30, 2, 2, 6, churn=0.05)
-    con = lake.connect(lake_location)
-    try:
-        _copy_raw_into(con, raw)
-    finally:
-        con.close()
-    build_models(lake_location, as_of=AS_OF)
+    # the history marts extend on a lake as on a file
     build_models(lake_location, as_of=AS_OF)
     con = lake.connect(lake_location)
     try:
@@ -153,8 +134,6 @@ def test_the_history_marts_extend_on_a_lake_as_a_full_build_makes_them(
     extended = build_models(lake_location, as_of=AS_OF)
     assert extended.built_in_full == [] and not failed_checks(extended.checks)
 
-    file_warehouse = tmp_path / "file.duckdb"
-    shutil.copy(raw, file_warehouse)
     append_sync(file_warehouse, churn=0.05)
     build_models(file_warehouse, as_of=AS_OF, full_refresh=True)
     con = lake.connect(lake_location, read_only=True)
