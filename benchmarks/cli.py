@@ -28,9 +28,11 @@ before and after from one run. ``--contenders`` keeps a subset.
 Writes the part ``cli`` of ``benchmarks/RESULTS.md`` (the goals of the latest run, every
 paired ratio) and of ``docs/benchmarks-history.md`` (every contender's times and phases),
 and adds this commit's line to the part ``cli-history`` of RESULTS.md (one line per
-commit; a run on uncommitted changes to the code, or not of the standard settings, is not
-recorded there). Raw figures: ``benchmarks/.work/cli/cli.json``; ``--render`` writes the
-parts again from them.
+commit; a run on uncommitted changes to the code is not recorded there). A run not of the
+standard settings (every contender, at least 3 repetitions, the default sizes, latency
+and concurrency) writes its tables to ``RESULTS.md`` in its work folder instead, unless
+``--out`` names a file. Raw figures: ``benchmarks/.work/cli/cli.json``; ``--render``
+writes the parts again from them.
 """
 
 from __future__ import annotations
@@ -280,12 +282,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.details is None:
-        args.details = (DETAILS if args.out == RESULTS else args.out.with_name(f"{args.out.stem}-details.md"))
     if args.render is not None:  # the figures of an earlier run, written again
         raw = json.loads(args.render.read_text())
     else:
         raw = run(args)
+    if args.out == RESULTS and not standard(raw):
+        # a run of other settings (a subset, fewer repetitions) does not take the place of
+        # the last standard run's goals: its tables go beside its raw figures
+        args.out = args.work_dir / "RESULTS.md"
+        print(f"not the standard settings: the tables go to {args.out}, not to {RESULTS}")
+    if args.details is None:
+        args.details = (DETAILS if args.out == RESULTS else args.out.with_name(f"{args.out.stem}-details.md"))
     headline, details = render(raw, args.out, args.details)
     write_part(args.details, PART, details)
     if args.render is None:

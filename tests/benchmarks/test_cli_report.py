@@ -3,9 +3,13 @@ one history line per commit."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import benchmarks.cli as cli
 from benchmarks.cli import phases, plan
 from benchmarks.cli_report import (
     HISTORY_PART,
@@ -118,3 +122,25 @@ def test_the_history_keeps_one_line_per_commit(tmp_path: Path) -> None:
     assert [row.split(" | ")[0] for row in rows] == ["| aaaaaaa", "| bbbbbbb"]
     assert rows[0].startswith("| aaaaaaa | 2026-11-28 | 1.00-2.00 | 0.92 |")
     assert out.read_text().startswith("# Results\n")
+
+
+def test_a_run_of_other_settings_leaves_the_goals_of_the_last_standard_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    results, details = tmp_path / "RESULTS.md", tmp_path / "history.md"
+    results.write_text("# Results\n<!-- cli:start -->\nthe last standard run\n<!-- cli:end -->\n")
+    details.write_text("# History\n")
+    monkeypatch.setattr(cli, "RESULTS", results)
+    monkeypatch.setattr(cli, "DETAILS", details)
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(raw(repeat=2)))
+    work = tmp_path / "work"
+    assert cli.main(["--render", str(partial), "--work-dir", str(work)]) == 0
+    assert "the last standard run" in results.read_text() and details.read_text() == "# History\n"
+    assert "| 400 connections, `sync --no-models` / bare replay |" in (work / "RESULTS.md").read_text()
+    assert (work / "RESULTS-details.md").read_text().startswith("<!-- cli:start -->")
+    # a standard run writes where it always did
+    standard_run = tmp_path / "standard.json"
+    standard_run.write_text(json.dumps(raw()))
+    assert cli.main(["--render", str(standard_run), "--work-dir", str(work)]) == 0
+    assert "the last standard run" not in results.read_text()
+    assert "Every contender of the whole diligence sync" in details.read_text()
