@@ -15,13 +15,22 @@ import orjson
 import pytest
 
 from sandbox.server import SandboxServer
-from tests.cli.helpers import CREDENTIALS
+from tests.cli.helpers import CREDENTIALS, SECRET
 from tests.evidence.hostile import gzip_bomb, run_bounded, snapshot
 from tests.lake.objectstore import ObjectStore, object_store
 
 pytestmark = pytest.mark.timeout(180)
 
 PREFIX = "ev"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SandboxServer]:
+    """The small sandbox listing 12 connections: every kind of answer, a fifth of the
+    responses, since each case copies the store within the bucket and verifies it from
+    an empty cache (every object fetched again)."""
+    with SandboxServer(scale="small", password=SECRET, connections=12) as sandbox:
+        yield sandbox
 
 
 @pytest.fixture(scope="module")
