@@ -165,24 +165,23 @@ def _changed_rows(
     temporary table of the rows whose key the build changed: its rows after those
     watermarks, and those of companies renamed since; returns their names by table. The
     project's macros give the SQL, all in one dbt invocation."""
-    renamed_columns = {row[0] for row in con.execute(
+    named = {row[0] for row in con.execute(  # the tables with a company_name column
         "select table_name from duckdb_columns() where database_name = "
         f"{sql_string(source)} and schema_name = 'analytics' and column_name = 'company_name'").fetchall()}
+    relations = {table: f"{sql_identifier(source)}.analytics.{sql_identifier(table)}" for table in tables}
     calls = []
     for table, (spec, watermarks) in tables.items():
-        relation = f"{sql_identifier(source)}.analytics.{sql_identifier(table)}"
-        calls.append(("rows_after_watermark", (relation, watermarks, list(spec.boundaries))))
-        if table in renamed_columns:
+        calls.append(("rows_after_watermark", (relations[table], watermarks, list(spec.boundaries))))
+        if table in named:
             calls.append(("is_after_watermark", (watermarks, ["name_changed_at"])))
-    rendered = iter(render_macros(calls, target="build"))
+    rendered = iter(render_macros(calls, target="build"))  # in the order of `calls`
     names: dict[str, str] = {}
     for table in tables:
         changed = next(rendered)
-        if table in renamed_columns:
-            relation = f"{sql_identifier(source)}.analytics.{sql_identifier(table)}"
-            changed += (f"\nunion\nselect * from {relation} semi join (select namespace_company_id, company_id "
-                        f"from {sql_identifier(source)}.staging.stg_company_names where {next(rendered)}) "
-                        "using (namespace_company_id, company_id)")
+        if table in named:
+            changed += (f"\nunion\nselect * from {relations[table]} semi join (select namespace_company_id, "
+                        f"company_id from {sql_identifier(source)}.staging.stg_company_names "
+                        f"where {next(rendered)}) using (namespace_company_id, company_id)")
         names[table] = sql_identifier(f"changed_{table}")
         con.execute(f"create or replace temporary table {names[table]} as {changed}")
     return names
