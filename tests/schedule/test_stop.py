@@ -79,6 +79,7 @@ def runner_env(home: Path, service: SandboxServer, api_url: str | None) -> dict[
         "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD,
     }
     del env["PREFECT_SERVER_ANALYTICS_ENABLED"]
+    env["PYTHONFAULTHANDLER"] = "1"  # a stop that hangs dumps the stacks (dump_stacks)
     return env | ({"PREFECT_API_URL": api_url} if api_url else {})
 
 
@@ -94,6 +95,18 @@ def kill_all(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL what is left of `process` and of what it started (after a failure)."""
     kill(descendants(process.pid) | ({process.pid} if process.poll() is None else set()))
     process.wait(timeout=30)
+
+
+def dump_stacks(process: subprocess.Popen[bytes]) -> None:
+    """SIGABRT what is left of `process`, its children first: each prints the Python stack
+    of every thread (:data:`runner_env` turns on :mod:`faulthandler`) into the log, so
+    that a stop that hangs says where."""
+    for pid in sorted(descendants(process.pid), reverse=True) + [process.pid]:
+        try:
+            os.kill(pid, signal.SIGABRT)
+        except ProcessLookupError:
+            pass
+        time.sleep(1)
 
 
 def sigterm_and_wait(process: subprocess.Popen[bytes], log: Path) -> float:
@@ -112,9 +125,11 @@ def sigterm_and_wait(process: subprocess.Popen[bytes], log: Path) -> float:
             process.wait(timeout=LATE_SECONDS)
             late = f"it exited {time.monotonic() - signalled:.0f} s after SIGTERM"
         except subprocess.TimeoutExpired:
-            late = f"it was still running {STOP_SECONDS + LATE_SECONDS} s after SIGTERM"
+            hung = described({process.pid} | descendants(process.pid))
+            late = f"it was still running {STOP_SECONDS + LATE_SECONDS} s after SIGTERM:\n{hung}"
+            dump_stacks(process)
         pytest.fail(f"still running {STOP_SECONDS} s after SIGTERM ({late}):\n{alive}\n"
-                    f"{log.read_text()[-3000:]}")
+                    f"{log.read_text()[-8000:]}")
     stopped = time.monotonic() - signalled
     while (left := still_running(started, process.pid)) and time.monotonic() < signalled + STOP_SECONDS:
         time.sleep(0.2)
