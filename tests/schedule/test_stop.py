@@ -16,6 +16,7 @@ still syncing when the signal comes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -56,6 +57,8 @@ STARTUP_SECONDS = 120
 DILIGENCE = Path(sys.executable).with_name("diligence")
 #: Output that a clean stop never prints.
 NOISE = ("never awaited", "Traceback", "Failed to send telemetry")
+#: first on the PYTHONPATH of the runners: SIGUSR1 writes a process's stacks to a file
+STACKS_SITE = Path(__file__).resolve().parent / "stacks_site"
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +82,8 @@ def runner_env(home: Path, service: SandboxServer, api_url: str | None) -> dict[
         "SOURCES__COMPANY_CONNECTIONS__PASSWORD": DEFAULT_PASSWORD,
     }
     del env["PREFECT_SERVER_ANALYTICS_ENABLED"]
-    env["PYTHONFAULTHANDLER"] = "1"  # a stop that hangs dumps the stacks (dump_stacks)
+    (home / "stacks").mkdir(parents=True, exist_ok=True)  # a stop that hangs shows them (stacks)
+    env |= {"PYTHONPATH": str(STACKS_SITE), "STACKS_DIR": str(home / "stacks")}
     return env | ({"PREFECT_API_URL": api_url} if api_url else {})
 
 
@@ -97,22 +101,24 @@ def kill_all(process: subprocess.Popen[bytes]) -> None:
     process.wait(timeout=30)
 
 
-def dump_stacks(process: subprocess.Popen[bytes]) -> None:
-    """SIGABRT what is left of `process`, its children first: each prints the Python stack
-    of every thread (:data:`runner_env` turns on :mod:`faulthandler`) into the log, so
-    that a stop that hangs says where."""
-    for pid in sorted(descendants(process.pid), reverse=True) + [process.pid]:
-        try:
-            os.kill(pid, signal.SIGABRT)
-        except ProcessLookupError:
-            pass
-        time.sleep(1)
+def stacks(process: subprocess.Popen[bytes], home: Path) -> str:
+    """The Python stacks of every thread of what is left of `process` (SIGUSR1 to each,
+    which :data:`STACKS_SITE` turns into a file per process), so that a stop that hangs
+    says where."""
+    pids = {process.pid} | descendants(process.pid)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGUSR1)
+    time.sleep(2)  # the dumps are written by each process, at once but not atomically
+    return "\n".join(f"--- {pid}\n{path.read_text()}" for pid in sorted(pids)
+                     if (path := home / "stacks" / f"{pid}.txt").is_file() and path.stat().st_size)
 
 
-def sigterm_and_wait(process: subprocess.Popen[bytes], log: Path) -> float:
+def sigterm_and_wait(process: subprocess.Popen[bytes], log: Path, home: Path) -> float:
     """SIGTERM `process` alone (not its group); assert that it and every process it had
     started are gone within :data:`STOP_SECONDS`, that it exited 0 and printed none of
-    :data:`NOISE`. Returns the seconds from the signal to the exit."""
+    :data:`NOISE`. Returns the seconds from the signal to the exit. `home`: the runner's
+    (:func:`runner_env`)."""
     started = descendants(process.pid)
     signalled = time.monotonic()
     os.kill(process.pid, signal.SIGTERM)
@@ -126,8 +132,8 @@ def sigterm_and_wait(process: subprocess.Popen[bytes], log: Path) -> float:
             late = f"it exited {time.monotonic() - signalled:.0f} s after SIGTERM"
         except subprocess.TimeoutExpired:
             hung = described({process.pid} | descendants(process.pid))
-            late = f"it was still running {STOP_SECONDS + LATE_SECONDS} s after SIGTERM:\n{hung}"
-            dump_stacks(process)
+            late = (f"it was still running {STOP_SECONDS + LATE_SECONDS} s after SIGTERM:\n{hung}\n"
+                    f"{stacks(process, home)}")
         pytest.fail(f"still running {STOP_SECONDS} s after SIGTERM ({late}):\n{alive}\n"
                     f"{log.read_text()[-8000:]}")
     stopped = time.monotonic() - signalled
@@ -186,7 +192,7 @@ def test_sigterm_stops_diligence_schedule_and_its_temporary_server(
             wait_for("the runner to start", lambda: "polling for scheduled runs" in log.read_text(),
                      process, log, STARTUP_SECONDS)
             assert descendants(process.pid), "no temporary server"
-            seconds = sigterm_and_wait(process, log)
+            seconds = sigterm_and_wait(process, log, tmp_path / "home")
         finally:
             kill_all(process)
     assert proxy.targets == [], "something was sent out (Prefect's telemetry?)"
@@ -205,7 +211,7 @@ def test_sigterm_stops_diligence_schedule_and_cancels_the_run_in_flight(
             deployment = wait_for("the deployment", lambda: read_deployment(client, name),
                                   process, log, STARTUP_SECONDS)
             run = started_run(client, deployment, tmp_path, process, log)
-            seconds = sigterm_and_wait(process, log)
+            seconds = sigterm_and_wait(process, log, tmp_path / "home")
             state = client.read_flow_run(run.id).state
             assert state is not None and state.is_cancelled(), state
             assert client.read_deployment(deployment.id).paused
@@ -231,7 +237,7 @@ def test_sigterm_stops_a_process_worker_and_its_run_in_flight(
         with SyncPrefectClient(prefect_api) as client:
             deployment = client.read_deployment_by_name(f"{FLOW_NAME}/company-connections-daily")
             run = started_run(client, deployment, tmp_path, process, log)
-            seconds = sigterm_and_wait(process, log)
+            seconds = sigterm_and_wait(process, log, tmp_path / "home")
             state = client.read_flow_run(run.id).state
     finally:
         kill_all(process)
