@@ -5,6 +5,9 @@ flows imports this package before Prefect (``python -m flows.…``, ``diligence
 schedule``), so :func:`use_prefect_defaults` puts :data:`PREFECT_DEFAULTS` into the
 environment first; the processes Prefect starts from there (a temporary API server,
 served flow runs) inherit them. A value already set in the environment wins.
+
+Then, in each such process, a signal that stops a run is never lost in a finalizer
+(:func:`flows.signals.deliver_lost_signals`).
 """
 
 from __future__ import annotations
@@ -33,3 +36,7 @@ def use_prefect_defaults(env: MutableMapping[str, str] | None = None) -> None:
 
 
 use_prefect_defaults()
+
+from .signals import deliver_lost_signals  # noqa: E402 - imports Prefect, after its defaults
+
+deliver_lost_signals()
