@@ -66,9 +66,6 @@ from .incremental import (
 
 SQL_DIR = PROJECT_DIR
 RAW_SCHEMA = "raw"
-#: `analytics` as an SQL literal: the catalog queries of the swap and the copy bind no
-#: parameter (binding one makes DuckDB import pandas, 0.6 s that nothing else here needs)
-_ANALYTICS = sql_string(ANALYTICS_SCHEMA)
 
 __all__ = [
     "ANALYTICS_SCHEMA",
@@ -265,7 +262,7 @@ def _analytics_relations(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]
     relations: dict[str, list[str]] = {"table": [], "view": []}
     for name, kind in con.execute(
         "select table_name, table_type from information_schema.tables where table_catalog = "
-        f"current_database() and table_schema = {_ANALYTICS} order by table_name"
+        "current_database() and table_schema = ? order by table_name", [ANALYTICS_SCHEMA]
     ).fetchall():
         relations["view" if kind == "VIEW" else "table"].append(name)
     return relations
@@ -293,20 +290,22 @@ def copy_comments(
     database to the same tables of `analytics` in another (or the same) one (CREATE
     TABLE AS does not carry them), e.g. into the analysts' published copy. Returns the
     number of comments written."""
-    # catalog queries bind no parameter: binding one makes DuckDB import pandas (0.6 s)
-    source = f"database_name = {sql_string(source_catalog)} and schema_name = {sql_string(source_schema)}"
+    source = {"catalog": source_catalog, "schema": source_schema}
     tables = con.execute(
-        f"select table_name, comment from duckdb_tables() where {source} and comment is not null "
-        f"union all select view_name, comment from duckdb_views() where {source} and comment is not null"
+        "select table_name, comment from duckdb_tables() where database_name = $catalog "
+        "and schema_name = $schema and comment is not null union all select view_name, comment "
+        "from duckdb_views() where database_name = $catalog and schema_name = $schema "
+        "and comment is not null", source
     ).fetchall()
     columns = con.execute(
         "select table_name, column_name, comment from duckdb_columns() "
-        f"where {source} and comment is not null"
+        "where database_name = $catalog and schema_name = $schema and comment is not null", source
     ).fetchall()
-    in_target = f"database_name = {sql_string(target_catalog)} and schema_name = {_ANALYTICS}"
     present = dict(con.execute(
-        f"select table_name, 'table' from duckdb_tables() where {in_target} "
-        f"union all select view_name, 'view' from duckdb_views() where {in_target}"
+        "select table_name, 'table' from duckdb_tables() where database_name = $catalog "
+        "and schema_name = $schema union all select view_name, 'view' from duckdb_views() "
+        "where database_name = $catalog and schema_name = $schema",
+        {"catalog": target_catalog, "schema": ANALYTICS_SCHEMA},
     ).fetchall())
     target = sql_identifier(target_catalog)
     written = 0
@@ -330,7 +329,7 @@ def _describe(con: duckdb.DuckDBPyConnection, tables: list[str], described: dict
     present: dict[str, set[str]] = {}
     for table, column in con.execute(
         "select table_name, column_name from duckdb_columns() "
-        f"where database_name = current_database() and schema_name = {_ANALYTICS}"
+        "where database_name = current_database() and schema_name = ?", [ANALYTICS_SCHEMA]
     ).fetchall():
         present.setdefault(table, set()).add(column)
     views = set(_analytics_relations(con)["view"])

@@ -29,7 +29,6 @@ from ..config import DEFAULT_EXPIRING_WITHIN_DAYS, DEFAULT_TIMEZONE
 from ..errors import RegisterError, WarehouseNotReadyError
 from ..warehouse import Warehouse, published_path
 from ..warehouse.filemodes import make_dirs
-from ..warehouse.sql import sql_string
 from . import build_within_memory
 from .checks import CheckResult
 from .models import ModelsResult
@@ -63,10 +62,10 @@ def synced_before(con: duckdb.DuckDBPyConnection, as_of: datetime) -> tuple[date
                          "and schema_name = 'raw' and table_name = 'sync_runs'").fetchone()
     if not exists or not exists[0]:
         return None, None
-    # a literal, not a bound parameter (binding one makes DuckDB import pandas)
     first, last = con.execute(
-        f"select min(moment), max(moment) filter (where moment <= {sql_string(as_of.isoformat())}::timestamptz) "
-        "from (select coalesce(synced_at, started_at) as moment from raw.sync_runs where status = 'success')"
+        "select min(moment), max(moment) filter (where moment <= ?::timestamptz) from (select "
+        "coalesce(synced_at, started_at) as moment from raw.sync_runs where status = 'success')",
+        [as_of.isoformat()],
     ).fetchone() or (None, None)
     return _utc(first), _utc(last)
 

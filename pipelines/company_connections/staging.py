@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from .schema import NAMESPACE_TABLES, arrow_schema
 
-__all__ = ["NamespaceStage", "StagedTable", "read_batches", "empty_table", "warm_up_conversions"]
+__all__ = ["NamespaceStage", "StagedTable", "read_batches", "empty_table"]
 
 
 #: Rows converted to one Arrow record batch at a time, as they arrive.
@@ -158,12 +158,6 @@ class NamespaceStage:
         for writer in self._writers.values():
             writer.abort()
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def warm_up_conversions() -> None:
-    """Make pyarrow load what its first conversion of Python rows needs (it imports
-    pandas then, ~0.3 s), so that the fetch's first batch does not pay for it."""
-    pa.array([0])
 
 
 def empty_table(name: str) -> pa.Table:

@@ -35,7 +35,6 @@ from .evidence import EvidenceLog
 from .extract import extract_namespaces
 from .limits import RequestBudget
 from .results import NamespaceFailure, NamespaceResult, ProgressListener
-from .staging import warm_up_conversions
 
 __all__ = ["NamespaceStream", "run_coroutine", "stream_namespaces"]
 
@@ -181,14 +180,6 @@ class NamespaceStream:
         self.chain_break: str | None = None
         self._thread = threading.Thread(target=fetch.run, name="company-connections-fetch", daemon=True)
         self._thread.start()
-        # pyarrow's first conversion from Python objects imports pandas (~0.3 s of held
-        # GIL): done here, in the caller's thread while login and user-info are on the
-        # wire, rather than on the fetch thread's event loop with every slot in flight.
-        try:
-            warm_up_conversions()
-        except BaseException:  # e.g. Ctrl-C: no caller will close a stream it never got
-            self.close()
-            raise
 
     def __iter__(self) -> Iterator[NamespaceResult]:
         while True:

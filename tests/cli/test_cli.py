@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 import pytest
 
 from diligence.report.folders import latest_run
 from sandbox.server import DEFAULT_EMAIL, DEFAULT_PASSWORD, SandboxServer
+from tests.files import csv_rows, parquet_rows
 from tests.processes import Receiver
 
 from .helpers import SECRET, SyncedFolder, run, run_process
@@ -128,8 +128,8 @@ def test_export_writes_readable_files(synced: Path, tmp_path: Path, fmt: str) ->
     con = duckdb.connect(str(synced), read_only=True)
     try:
         for name in names:
-            frame = pd.read_csv(tmp_path / f"{name}.csv") if fmt == "csv" else pd.read_parquet(tmp_path / f"{name}.parquet")
-            assert len(frame) == con.execute(f"select count(*) from analytics.{name}").fetchall()[0][0]
+            read = csv_rows if fmt == "csv" else parquet_rows
+            assert len(read(tmp_path / f"{name}.{fmt}")) == con.execute(f"select count(*) from analytics.{name}").fetchall()[0][0]
     finally:
         con.close()
 

@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 import pytest
 
 from diligence.sync import NamespaceOutcome
@@ -15,6 +14,7 @@ from diligence.warehouse import Warehouse
 from flows.report import expiring_documents_table, summary_markdown
 from sandbox.hostile import HOSTILE_TEXTS, OVERSIZE_FILE_BYTES
 from sandbox.server import DEFAULT_EMAIL, SandboxServer
+from tests.files import csv_columns, csv_rows, parquet_rows
 
 from .helpers import SECRET, run
 
@@ -72,13 +72,13 @@ def test_csv_cells_never_start_a_formula_and_parquet_keeps_the_text(hostile_run)
     assert hostile_run["csv"].returncode == 0 and hostile_run["parquet"].returncode == 0
     guarded = 0
     for path in sorted((work / "csv").glob("*.csv")):
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        for column in frame.columns.intersection(_TEXT_COLUMNS):
-            values = frame[column]
-            assert not values.str.startswith(_TRIGGERS).any(), (path.name, column)
-            guarded += int(values.str.startswith("'=").sum())
+        rows = csv_rows(path)
+        for column in set(csv_columns(path)) & set(_TEXT_COLUMNS):
+            values = [row[column] for row in rows]
+            assert not [value for value in values if value.startswith(_TRIGGERS)], (path.name, column)
+            guarded += sum(value.startswith("'=") for value in values)
     assert guarded > 0  # the hostile text did reach the exports
-    names = set(pd.read_parquet(work / "pq" / "connections.parquet")["company_name"])
+    names = {row["company_name"] for row in parquet_rows(work / "pq" / "connections.parquet")}
     assert "=cmd|' /C calc'!A0" in names
 
 

@@ -1,4 +1,4 @@
-"""Exports: one file per report, same rows as the tables, readable by pandas."""
+"""Exports: one file per report, same rows as the tables, readable by any CSV or Parquet reader."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pandas as pd
 import pytest
 
 from diligence.analytics.models import ModelsResult, build_models
 from diligence.errors import WarehouseNotReadyError
 from diligence.report.export import REPORTS, ExportedFile, export_reports
 from diligence.warehouse import Warehouse
+from tests.files import csv_columns, csv_rows, parquet_columns, parquet_rows
 
 from .helpers import rows, scalar
 from .rawdb import AS_OF, connection, create_raw, field, form, insert, questionnaire
@@ -35,8 +35,8 @@ def test_exports_match_tables(clean_warehouse: Path, tmp_path: Path, fmt: str) -
         assert file.path == out / f"{file.report}.{fmt}"
         table_rows = scalar(clean_warehouse, f"select count(*) from analytics.{file.report}")
         assert file.rows == table_rows
-        frame = pd.read_csv(file.path) if fmt == "csv" else pd.read_parquet(file.path)
-        assert len(frame) == table_rows
+        read, columns_of = (csv_rows, csv_columns) if fmt == "csv" else (parquet_rows, parquet_columns)
+        assert len(read(file.path)) == table_rows
         columns = [
             r["column_name"]
             for r in rows(
@@ -46,7 +46,7 @@ def test_exports_match_tables(clean_warehouse: Path, tmp_path: Path, fmt: str) -
                 [file.report],
             )
         ]
-        assert list(frame.columns) == columns
+        assert columns_of(file.path) == columns
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
@@ -55,42 +55,37 @@ def test_a_folder_named_with_a_quote(clean_warehouse: Path, tmp_path: Path, fmt:
     exported = export_of(clean_warehouse, out, fmt)
     for file in exported:
         assert file.path.parent == out and file.path.exists()
-        frame = pd.read_csv(file.path) if fmt == "csv" else pd.read_parquet(file.path)
-        assert len(frame) == file.rows
+        assert len(csv_rows(file.path) if fmt == "csv" else parquet_rows(file.path)) == file.rows
 
 
 def test_csv_has_header_and_readable_lists(clean_warehouse: Path, tmp_path: Path) -> None:
     export_of(clean_warehouse, tmp_path, "csv")
     text = (tmp_path / "connections.csv").read_text(encoding="utf-8")
     assert text.splitlines()[0].startswith("namespace_company_id,company_id,company_name,is_own_company,")
-    connections = pd.read_csv(tmp_path / "connections.csv", keep_default_na=False)
-    acme = connections[connections.company_id == "c1"].iloc[0]
-    assert json.loads(acme.given_company_type_ids) == ["t1", "t2"]
-    bravo = connections[connections.company_id == "c2"].iloc[0]
-    assert bravo.given_company_type_ids == "[]"
-    answers = pd.read_csv(tmp_path / "answers.csv", keep_default_na=False)
-    size = answers[(answers.field_id == "size") & (answers.company_id == "c1")].iloc[0]
-    assert (size.answer_text, json.loads(size.selected_option_ids)) == ("Large", ["o1"])
-    unanswered = answers[(answers.field_id == "certs") & (answers.company_id == "c1")].iloc[0]
-    assert unanswered.selected_option_ids == ""  # NULL: an empty cell
+    connections = {row["company_id"]: row for row in csv_rows(tmp_path / "connections.csv")}
+    assert json.loads(connections["c1"]["given_company_type_ids"]) == ["t1", "t2"]
+    assert connections["c2"]["given_company_type_ids"] == "[]"
+    answers = {(row["company_id"], row["field_id"]): row for row in csv_rows(tmp_path / "answers.csv")}
+    size = answers["c1", "size"]
+    assert (size["answer_text"], json.loads(size["selected_option_ids"])) == ("Large", ["o1"])
+    assert answers["c1", "certs"]["selected_option_ids"] == ""  # NULL: an empty cell
 
 
 def test_csv_lists_with_the_separator_stay_whole(hostile_warehouse: Path, tmp_path: Path) -> None:
     export_of(hostile_warehouse, tmp_path / "csv", "csv")
     export_of(hostile_warehouse, tmp_path / "parquet", "parquet")
-    answers = pd.read_csv(tmp_path / "csv" / "answers.csv")
-    csv_row = answers[answers.field_id == "q"].iloc[0]
-    assert json.loads(csv_row.selected_option_values) == ["A; B", "C"]
-    assert json.loads(csv_row.selected_option_ids) == ["o1", "o2"]
-    parquet = pd.read_parquet(tmp_path / "parquet" / "answers.parquet")
-    assert list(parquet[parquet.field_id == "q"].iloc[0].selected_option_values) == ["A; B", "C"]
+    (csv_row,) = [row for row in csv_rows(tmp_path / "csv" / "answers.csv") if row["field_id"] == "q"]
+    assert json.loads(csv_row["selected_option_values"]) == ["A; B", "C"]
+    assert json.loads(csv_row["selected_option_ids"]) == ["o1", "o2"]
+    (parquet_row,) = [row for row in parquet_rows(tmp_path / "parquet" / "answers.parquet")
+                      if row["field_id"] == "q"]
+    assert parquet_row["selected_option_values"] == ["A; B", "C"]
 
 
 def test_parquet_keeps_lists(clean_warehouse: Path, tmp_path: Path) -> None:
     export_of(clean_warehouse, tmp_path, "parquet")
-    connections = pd.read_parquet(tmp_path / "connections.parquet")
-    acme = connections[connections.company_id == "c1"].iloc[0]
-    assert list(acme.given_company_type_ids) == ["t1", "t2"]
+    (acme,) = [row for row in parquet_rows(tmp_path / "connections.parquet") if row["company_id"] == "c1"]
+    assert acme["given_company_type_ids"] == ["t1", "t2"]
 
 
 def test_export_replaces_files_and_leaves_no_temporaries(
@@ -110,7 +105,7 @@ def test_export_of_empty_models(empty_build: tuple[Path, ModelsResult], tmp_path
     for fmt in ("csv", "parquet"):
         exported = export_of(warehouse, tmp_path / fmt, fmt)  # type: ignore[arg-type]
         assert {e.rows for e in exported} == {0}
-    assert list(pd.read_csv(tmp_path / "csv" / "answers_wide.csv").columns) == [
+    assert csv_columns(tmp_path / "csv" / "answers_wide.csv") == [
         "namespace_company_id",
         "company_id",
         "company_name",
@@ -162,20 +157,20 @@ def test_csv_neutralises_formula_triggers_and_parquet_keeps_values(
     path = hostile_warehouse
     export_of(path, tmp_path / "csv", "csv")
     export_of(path, tmp_path / "parquet", "parquet")
-    answers = pd.read_csv(tmp_path / "csv" / "answers.csv", keep_default_na=False)
-    texts = dict(zip(answers.field_id, answers.answer_text, strict=True))
+    answers = csv_rows(tmp_path / "csv" / "answers.csv")
+    texts = {row["field_id"]: row["answer_text"] for row in answers}
     assert texts == {"cmd": "'" + FORMULA, "plus": "'+1+1", "tab": "'\t@SUM(1)", "plain": "a = b",
                      "q": "A; B; C"}
-    connections = pd.read_csv(tmp_path / "csv" / "connections.csv", keep_default_na=False)
-    assert list(connections.company_name) == ["'" + HYPERLINK]
-    assert answers.field_position.dtype.kind == "i"  # numbers stay numbers
-    parquet = pd.read_parquet(tmp_path / "parquet" / "answers.parquet")
-    assert dict(zip(parquet.field_id, parquet.answer_text, strict=True))["cmd"] == FORMULA
-    assert list(pd.read_parquet(tmp_path / "parquet" / "connections.parquet").company_name) == [HYPERLINK]
+    assert [row["company_name"] for row in csv_rows(tmp_path / "csv" / "connections.csv")] == ["'" + HYPERLINK]
+    assert all(row["field_position"].isdigit() for row in answers)  # numbers stay numbers
+    parquet = parquet_rows(tmp_path / "parquet" / "answers.parquet")
+    assert {row["field_id"]: row["answer_text"] for row in parquet}["cmd"] == FORMULA
+    connections = parquet_rows(tmp_path / "parquet" / "connections.parquet")
+    assert [row["company_name"] for row in connections] == [HYPERLINK]
 
 
 def test_csv_raw_writes_values_as_received(hostile_warehouse: Path, tmp_path: Path) -> None:
     path = hostile_warehouse
     export_of(path, tmp_path, "csv", csv_raw=True)
-    answers = pd.read_csv(tmp_path / "answers.csv", keep_default_na=False)
-    assert dict(zip(answers.field_id, answers.answer_text, strict=True))["cmd"] == FORMULA
+    answers = csv_rows(tmp_path / "answers.csv")
+    assert {row["field_id"]: row["answer_text"] for row in answers}["cmd"] == FORMULA

@@ -9,8 +9,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -24,15 +22,12 @@ import pytest
 
 from diligence.sync import NamespaceOutcome
 from diligence.warehouse import Warehouse, pipeline_for, pipelines_dir_of
-from pipelines.company_connections import resolve_settings, stream_namespaces
 from pipelines.company_connections.client import ServiceClient
 from pipelines.company_connections.errors import RequestFailedError
 from pipelines.company_connections.staging import NamespaceStage, read_batches
 from sandbox import edits
 from sandbox.server import SandboxServer
 from tests.helpers import CREDENTIALS, copy_warehouse, current_counts, query, sync
-
-ROOT = Path(__file__).resolve().parents[2]
 
 DATA_TABLES = ("user_roles", "companies", "connections", "questionnaire_templates", "questionnaires", "documents")
 
@@ -386,26 +381,6 @@ def test_a_sync_opens_the_file_once_and_checkpoints_only_while_it_waits(
     assert current_counts(warehouse) == current_counts(synced_small)  # a clean sync's
 
 
-def test_pyarrow_is_ready_before_the_fetch_converts_its_first_rows(tmp_path: Path) -> None:
-    # pyarrow's first conversion of Python rows imports pandas (~0.3 s holding the GIL):
-    # the stream does it in the caller's thread, not on the fetch's event loop
-    script = (
-        "import sys\n"
-        "from pathlib import Path\n"
-        "from pipelines.company_connections import resolve_settings, stream_namespaces\n"
-        "assert 'pandas' not in sys.modules\n"
-        "settings = resolve_settings(base_url='http://127.0.0.1:9', email='a@b.c', password='x',"
-        " token_store_path=None, max_attempts=1)\n"
-        f"stream = stream_namespaces(settings, staging_dir=Path({str(tmp_path)!r}))\n"
-        "ready = 'pandas' in sys.modules\n"
-        "stream.close()\n"
-        "print(ready)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "True"
-
-
 def test_the_destination_resolves_its_configuration_once_per_sync(
     sandbox: SandboxServer, warehouse: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -460,25 +435,6 @@ def test_the_loads_run_under_a_small_bound_that_duckdb_gives_back(warehouse: Pat
         with owner.session(memory_limit=None) as con:
             limit, threshold = settings(con)
     assert threshold == "128.0 MiB" and limit != "61.0 MiB"
-
-
-def test_a_stream_interrupted_while_it_starts_stops_its_fetch(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Ctrl-C during the stream's own start-up: the caller never gets the stream to
-    # close, so the stream stops its fetch thread itself
-    from pipelines.company_connections import stream
-
-    def interrupted() -> None:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(stream, "warm_up_conversions", interrupted)
-    settings = resolve_settings(
-        base_url="http://127.0.0.1:9", email="a@b.c", password="x", token_store_path=None, max_attempts=1
-    )
-    with pytest.raises(KeyboardInterrupt):
-        stream_namespaces(settings, staging_dir=tmp_path / "staging")
-    assert not [t for t in threading.enumerate() if t.name == "company-connections-fetch" and t.is_alive()]
 
 
 def test_each_namespace_loads_its_jobs_one_at_a_time_in_one_transaction(
