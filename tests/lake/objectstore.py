@@ -82,16 +82,17 @@ class Relay:
 
     def _pump(self, one: socket.socket, other: socket.socket) -> None:
         selector = selectors.DefaultSelector()
-        selector.register(one, selectors.EVENT_READ, other)
-        selector.register(other, selectors.EVENT_READ, one)
         try:
+            # stop() may have closed the pair already (a closed socket's fd is -1: ValueError)
+            selector.register(one, selectors.EVENT_READ, other)
+            selector.register(other, selectors.EVENT_READ, one)
             while self._running.is_set():
                 for key, _ in selector.select(timeout=0.5):
                     data = key.fileobj.recv(1 << 16)  # type: ignore[union-attr]
                     if not data:
                         return
                     key.data.sendall(data)
-        except OSError:
+        except (OSError, ValueError):
             return
         finally:
             selector.close()
