@@ -16,6 +16,7 @@ the same signal again, to be handled once the finalizer has returned.
 from __future__ import annotations
 
 import _thread
+import contextlib
 import os
 import signal
 import sys
@@ -51,8 +52,10 @@ class LostSignals:
         # Sent from a new thread that this one does not wait for (threading.Thread.start()
         # waits, and the signal would then be handled, and lost again, inside this hook):
         # the main thread handles it after this hook and the finalizer have returned. Were
-        # it to land in another finalizer, it comes back here and is sent once more.
-        _thread.start_new_thread(os.kill, (os.getpid(), signum))
+        # it to land in another finalizer, it comes back here and is sent once more. While
+        # the interpreter shuts down no thread starts (RuntimeError): the process is ending.
+        with contextlib.suppress(RuntimeError):
+            _thread.start_new_thread(os.kill, (os.getpid(), signum))
 
 
 def deliver_lost_signals() -> None:

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import _thread
 import importlib
 import signal
 import sys
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -86,3 +88,15 @@ def test_importing_flows_installs_it_once(monkeypatch: pytest.MonkeyPatch) -> No
     assert installed.previous is sys.__unraisablehook__
     deliver_lost_signals()
     assert sys.unraisablehook is installed
+
+
+def test_while_the_interpreter_shuts_down_the_hook_stays_quiet(
+    unraisable: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_thread(*args: Any) -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(_thread, "start_new_thread", no_thread)
+    # what the hook reads of sys.UnraisableHookArgs (which Python alone constructs)
+    sys.unraisablehook(SimpleNamespace(exc_value=TerminationSignal(signal.SIGTERM)))  # raises nothing
+    assert unraisable == []
