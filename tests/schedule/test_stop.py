@@ -125,10 +125,9 @@ def sigterm_and_wait(process: subprocess.Popen[bytes], log: Path, home: Path, *,
     the exit. `home`: the runner's (:func:`runner_env`)."""
     started = descendants(process.pid)
     signalled = time.monotonic()
-    for pid in (started if every_process else set()):
+    for pid in {process.pid} | (started if every_process else set()):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-    os.kill(process.pid, signal.SIGTERM)
     try:
         process.wait(timeout=STOP_SECONDS)
     except subprocess.TimeoutExpired:
