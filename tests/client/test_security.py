@@ -95,13 +95,16 @@ def test_redact_patterns() -> None:
     assert "abc.def" not in text and jwt_text not in text and "dXNlcjpwYXNz" not in text
 
 
-def test_one_redaction_hides_every_shape_of_secret() -> None:
+def test_one_redaction_hides_every_shape_of_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     """pipelines.secrets.redact serves the source, the CLI, the warehouse and the flows."""
     from diligence.errors import redact as warehouse_redact
-    from flows.service import mask
+    from flows import service
     from pipelines.secrets import redact as one
 
-    assert warehouse_redact is one and redact is one
+    assert warehouse_redact is one and redact is one and service.redact is one
+    # the secrets in use, which a flow run reads from its config and its Prefect Secret
+    # block (here no Prefect API: reading the block would start a temporary server)
+    monkeypatch.setattr(service, "secret_values", lambda: ("s3cr3t-in-use",))
     cases = {
         "dbname=lake password='a secret' sslpassword=s2 host=h": ("a secret", "s2"),
         "postgres://user:pa55@host/db": ("pa55",),
@@ -114,4 +117,4 @@ def test_one_redaction_hides_every_shape_of_secret() -> None:
         assert all(secret not in shown for secret in hidden), shown
     assert one("login a@b.example / hunter2 failed", ["hunter2"]) == "login a@b.example / *** failed"
     assert one("token_store_path=/tmp/t max_tokens=5") == "token_store_path=/tmp/t max_tokens=5"
-    assert mask(f"error {make_jwt()}") == "error ***"
+    assert service.mask(f"error {make_jwt()} s3cr3t-in-use") == "error *** ***"
