@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,3 +115,22 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     (*_, server) = item._fixtureinfo.name2fixturedefs["prefect_server_api"]  # type: ignore[attr-defined]
     server.finish(item._request)  # type: ignore[attr-defined]
     return None
+
+
+@pytest.fixture(autouse=True)
+def no_temporary_prefect_server() -> Iterator[None]:
+    """Fail a test that leaves Prefect's temporary server running in this pytest process.
+    A test that needs Prefect's API uses `prefect_server_api`, or runs what it tests in a
+    process of its own; with no API configured, Prefect would start a temporary server
+    here silently (a few CPU s), keep it idle to the run's end, and under load time out
+    starting it."""
+    yield
+    module = sys.modules.get("prefect.server.api.server")
+    if module is None:
+        return
+    running = [server for server in module.SubprocessASGIServer._instances.values()
+               if server.server_process is not None]
+    for server in running:
+        server.stop()  # the next tests of this process start without it
+    assert not running, ("this test started Prefect's temporary server in the pytest process "
+                         "(no Prefect API configured): use `prefect_server_api`, or a process of its own")
