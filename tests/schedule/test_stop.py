@@ -1,7 +1,7 @@
 """SIGTERM (what systemd, Docker and Kubernetes send to stop a service) stops the runners
-of docs/scheduling.md cleanly: `diligence schedule` exits 0 within :data:`STOP_SECONDS` of
-the signal, and a run in flight ends within it, with no traceback and no "coroutine ... was
-never awaited" printed and no process left behind; a run in flight is not left running.
+of docs/scheduling.md cleanly: a run in flight ends within :data:`STOP_SECONDS` of the
+signal, and `diligence schedule` exits 0 within them, with no traceback and no "coroutine
+... was never awaited" printed and no process left behind.
 
 * `diligence schedule` with no Prefect API configured, idle: Prefect's temporary server
   (a child process) goes with it, and nothing was sent to Prefect's telemetry;
