@@ -1,6 +1,7 @@
 """The product's structure stays readable: no import cycle among the modules of
 diligence/, pipelines/ and flows/ (imports inside functions included), no module over
-600 lines (sandbox/ included), package faces (``__init__.py``) of at most 120 lines."""
+600 lines (sandbox/ included), package faces (``__init__.py``) of at most 120 lines,
+and the flows compose the pipeline through `diligence.steps` only."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ PACKAGES = ("diligence", "pipelines", "flows")
 SHORT_TOO = ("sandbox",)
 MAX_LINES = 600
 MAX_FACE_LINES = 120
+#: what a flow reaches only through `diligence.steps` (the one composition of the pipeline)
+BEHIND_THE_STEPS = ("diligence.analytics", "diligence.report", "diligence.warehouse",
+                    "diligence.evidence", "diligence.sync")
 
 
 def _modules() -> dict[str, Path]:
@@ -144,3 +148,15 @@ def test_no_import_cycle_among_packages() -> None:
         packages.setdefault(own, set()).update(p for p in map(_package_of, imported) if p != own)
     assert len(packages) > 20 and "diligence.evidence" in packages["diligence.sync"]
     assert _cycles(packages) == []
+
+
+def test_flows_reach_the_pipeline_through_the_steps_only() -> None:
+    """No flow module imports the models, reports, warehouse, evidence or sync (imports
+    inside functions included): the CLI and the flows run one composition."""
+    graph = _graph()
+    flows = {module: imported for module, imported in graph.items() if module.split(".")[0] == "flows"}
+    assert len(flows) > 5 and "diligence.steps" in flows["flows.company_connections_sync"]
+    reached = {module: sorted(name for name in imported
+                              if any(name == behind or name.startswith(behind + ".") for behind in BEHIND_THE_STEPS))
+               for module, imported in flows.items()}
+    assert {module: names for module, names in reached.items() if names} == {}
