@@ -150,13 +150,14 @@ def test_no_import_cycle_among_packages() -> None:
     assert _cycles(packages) == []
 
 
+def _behind_the_steps(module: str) -> bool:
+    return any(module == behind or module.startswith(behind + ".") for behind in BEHIND_THE_STEPS)
+
+
 def test_flows_reach_the_pipeline_through_the_steps_only() -> None:
     """No flow module imports the models, reports, warehouse, evidence or sync (imports
     inside functions included): the CLI and the flows run one composition."""
-    graph = _graph()
-    flows = {module: imported for module, imported in graph.items() if module.split(".")[0] == "flows"}
+    flows = {module: imported for module, imported in _graph().items() if module.split(".")[0] == "flows"}
     assert len(flows) > 5 and "diligence.steps" in flows["flows.company_connections_sync"]
-    reached = {module: sorted(name for name in imported
-                              if any(name == behind or name.startswith(behind + ".") for behind in BEHIND_THE_STEPS))
-               for module, imported in flows.items()}
+    reached = {module: sorted(filter(_behind_the_steps, imported)) for module, imported in flows.items()}
     assert {module: names for module, names in reached.items() if names} == {}
